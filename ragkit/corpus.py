@@ -1,0 +1,127 @@
+"""Documents, hits and gold questions, and loading them from the course's JSONL files."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragkit.errors import CorpusError
+
+DATA_DIR = Path(os.environ.get("RAGKIT_DATA", Path(__file__).resolve().parents[1] / "data"))
+MAX_DOC_CHARS = 1_000_000  # larger texts must be chunked before indexing
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A document or chunk: the unit a retriever returns. Taught in lessons/01_bag_of_words.ipynb."""
+
+    id: str
+    text: str
+    title: str = ""
+    source: str = ""
+    lang: str = ""
+    topic: str = ""
+    parent_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved doc with its score; lists of hits are ordered best first."""
+
+    doc: Doc
+    score: float
+
+    @property
+    def id(self) -> str:
+        """The retrieved doc's id."""
+        return self.doc.id
+
+
+@dataclass(frozen=True)
+class Question:
+    """A gold question with the ids of the docs that answer it."""
+
+    id: str
+    query: str
+    relevant: tuple[str, ...]
+    answer: str = ""
+    lang: str = ""
+    style: str = ""
+    extra: dict = field(default_factory=dict, compare=False)
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Parse a JSONL file into dicts, naming the file and line of any problem."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise CorpusError(f"cannot read {path}: {err}") from err
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise CorpusError(f"{path}:{number}: not valid JSON ({err.msg})") from err
+        if not isinstance(record, dict):
+            raise CorpusError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+        records.append(record)
+    if not records:
+        raise CorpusError(f"{path} holds no records")
+    return records
+
+
+def load_docs(path: str | Path = DATA_DIR / "handbook.jsonl") -> list[Doc]:
+    """Load documents from JSONL (fields as in data/README.md). Taught in lessons/01_bag_of_words.ipynb."""
+    known = set(Doc.__dataclass_fields__)
+    docs = []
+    for number, record in enumerate(read_jsonl(path), start=1):
+        missing = {"id", "text"} - record.keys()
+        if missing:
+            raise CorpusError(f"{path}: record {number} lacks {', '.join(sorted(missing))}")
+        docs.append(Doc(**{key: value for key, value in record.items() if key in known}))
+    return check_docs(docs)
+
+
+def check_docs(docs: list[Doc]) -> list[Doc]:
+    """Refuse an empty corpus, duplicate ids, empty or oversized texts; return docs unchanged."""
+    if not docs:
+        raise CorpusError("the corpus is empty: give at least one document")
+    seen: set[str] = set()
+    for doc in docs:
+        if doc.id in seen:
+            raise CorpusError(f"duplicate document id {doc.id!r}")
+        if not doc.text.strip():
+            raise CorpusError(f"document {doc.id!r} has no text")
+        if len(doc.text) > MAX_DOC_CHARS:
+            raise CorpusError(
+                f"document {doc.id!r} has {len(doc.text):,} characters; split it first "
+                "with ragkit.text.chunk()"
+            )
+        seen.add(doc.id)
+    return docs
+
+
+def load_questions(path: str | Path = DATA_DIR / "questions.jsonl") -> list[Question]:
+    """Load gold questions from JSONL (fields as in data/README.md)."""
+    questions = []
+    for number, record in enumerate(read_jsonl(path), start=1):
+        if not {"id", "query", "relevant"} <= record.keys():
+            raise CorpusError(f"{path}: record {number} needs id, query and relevant")
+        core = {"id", "query", "relevant", "answer", "lang", "style"}
+        questions.append(
+            Question(
+                id=record["id"],
+                query=record["query"],
+                relevant=tuple(record["relevant"]),
+                answer=record.get("answer", ""),
+                lang=record.get("lang", ""),
+                style=record.get("style", ""),
+                extra={k: v for k, v in record.items() if k not in core},
+            )
+        )
+    return questions

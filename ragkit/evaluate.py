@@ -1,0 +1,43 @@
+"""Retrieval metrics over gold questions: recall@k, hit@k and MRR.
+
+Taught in lessons/01_bag_of_words.ipynb.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ragkit.corpus import Hit, Question
+
+Search = Callable[[str, int], list[Hit]]
+
+
+def recall_at_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> float:
+    """Share of the relevant ids found in the first k retrieved ids."""
+    if not relevant:
+        raise ValueError("a gold question needs at least one relevant id")
+    return len(set(retrieved[:k]) & set(relevant)) / len(set(relevant))
+
+
+def hit_at_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> float:
+    """1.0 if any relevant id is among the first k retrieved ids, else 0.0."""
+    return float(bool(set(retrieved[:k]) & set(relevant)))
+
+
+def reciprocal_rank(retrieved: Sequence[str], relevant: Sequence[str]) -> float:
+    """1/rank of the first relevant id, 0.0 if none was retrieved."""
+    return next((1.0 / rank for rank, doc_id in enumerate(retrieved, 1) if doc_id in set(relevant)), 0.0)
+
+
+def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Sequence[int] = (1, 5)) -> dict[str, float]:
+    """Mean recall@k for each k, and MRR over the first max(ks) hits, on the gold questions."""
+    depth = max(ks)
+    runs = [([hit.id for hit in search(q.query, depth)], q.relevant) for q in questions]
+    means = {f"recall@{k}": _mean(recall_at_k(ids, rel, k) for ids, rel in runs) for k in ks}
+    means["mrr"] = _mean(reciprocal_rank(ids, rel) for ids, rel in runs)
+    return means
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0

