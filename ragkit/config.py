@@ -9,6 +9,7 @@ import os
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ragkit.errors import ConfigError
 
@@ -64,8 +65,16 @@ def _typed(values: dict) -> dict:
         if values["threads"] < 1:
             raise ConfigError("threads must be at least 1")
     if "ollama_host" in values and "://" not in values["ollama_host"]:
-        values["ollama_host"] = "http://" + values["ollama_host"]
+        values["ollama_host"] = _ollama_url(values["ollama_host"])
     return values
+
+
+def _ollama_url(host: str) -> str:
+    """Read a scheme-less host as Ollama does: '0.0.0.0' -> 'http://0.0.0.0:11434', ':8080' -> 127.0.0.1."""
+    parts = urlsplit("http://" + host)
+    netloc = parts.netloc if parts.netloc.rpartition("]")[2].count(":") else parts.netloc + ":11434"
+    netloc = "127.0.0.1" + netloc if netloc.startswith(":") else netloc
+    return f"http://{netloc}{parts.path}".rstrip("/")
 
 
 def split_spec(spec: str) -> tuple[str, str]:

@@ -84,7 +84,10 @@ def load_docs(path: str | Path = DATA_DIR / "handbook.jsonl") -> list[Doc]:
         if missing:
             raise CorpusError(f"{path}: record {number} lacks {', '.join(sorted(missing))}")
         docs.append(Doc(**{key: value for key, value in record.items() if key in known}))
-    return check_docs(docs)
+    try:
+        return check_docs(docs)
+    except CorpusError as err:
+        raise CorpusError(f"{path}: {err}") from None
 
 
 def check_docs(docs: list[Doc]) -> list[Doc]:
@@ -95,7 +98,7 @@ def check_docs(docs: list[Doc]) -> list[Doc]:
     for doc in docs:
         if doc.id in seen:
             raise CorpusError(f"duplicate document id {doc.id!r}")
-        if not doc.text.strip():
+        if not isinstance(doc.text, str) or not doc.text.strip():
             raise CorpusError(f"document {doc.id!r} has no text")
         if len(doc.text) > MAX_DOC_CHARS:
             raise CorpusError(
@@ -112,6 +115,8 @@ def load_questions(path: str | Path = DATA_DIR / "questions.jsonl") -> list[Ques
     for number, record in enumerate(read_jsonl(path), start=1):
         if not {"id", "query", "relevant"} <= record.keys():
             raise CorpusError(f"{path}: record {number} needs id, query and relevant")
+        if not isinstance(record["relevant"], list):
+            raise CorpusError(f"{path}: record {number}: relevant must be a list of doc ids")
         core = {"id", "query", "relevant", "answer", "lang", "style"}
         questions.append(
             Question(

@@ -41,3 +41,15 @@ def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Seq
 def _mean(values) -> float:
     values = list(values)
     return sum(values) / len(values) if values else 0.0
+
+
+def format_table(rows: Sequence[dict], *, digits: int = 3) -> str:
+    """Rows of dicts as an aligned text table, floats rounded (stable under nbval)."""
+    if not rows:
+        return "(no rows)"
+    columns = list(rows[0])
+    cells = [[f"{row[c]:.{digits}f}" if isinstance(row[c], float) else str(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
+    return "\n".join(lines)

@@ -155,7 +155,8 @@ def pick_ollama_model(installed: Sequence[str], wanted: str, preference: Sequenc
     for name in preference:
         if name in available:
             return name
-    raise ModelNotFound(f"Ollama has none of {', '.join(preference)}: run `ollama pull {preference[1]}` "
+    suggested = (list(preference[1:2]) or list(preference[:1]) or ["<model>"])[0]
+    raise ModelNotFound(f"Ollama has none of {', '.join(preference)}: run `ollama pull {suggested}` "
                         "or name a model with RAGKIT_LLM=ollama:<model>")
 
 
@@ -224,3 +225,5 @@ def openai_errors(base_url: str, model: str):
         raise BackendError("the endpoint refused the key in OPENAI_API_KEY: set a valid one") from None
     except openai.NotFoundError as err:
         raise ModelNotFound(f"the endpoint at {base_url} has no model {model!r}: name one it serves") from err
+    except openai.APIStatusError as err:
+        raise BackendError(f"the endpoint at {base_url} answered {err.status_code}: {err.message}") from err

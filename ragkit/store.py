@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -27,10 +28,10 @@ def point_id(doc_id: str) -> str:
 class VectorStore:
     """A Qdrant client opened on ':memory:', a local folder, or an http(s) URL."""
 
-    def __init__(self, location: str | None = None, *, api_key: str | None = None):
+    def __init__(self, location: str | Path | None = None, *, api_key: str | None = None):
         from qdrant_client import QdrantClient
 
-        self.location = location or load_settings().store
+        self.location = str(location or load_settings().store)
         if self.location.startswith(("http://", "https://")):
             self._client = QdrantClient(url=self.location, api_key=api_key, timeout=10)
         elif self.location == ":memory:":

@@ -18,7 +18,7 @@ ENGLISH_STOPWORDS = frozenset(
 )
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*")
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*")
 _IS_CJK = re.compile(rf"[{_CJK}]")
 _IS_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "approx.", "vs.", "no.", "mr.", "ms.", "dr.")
@@ -83,7 +83,7 @@ def split_sentences(text: str) -> list[str]:
     pieces = [p.strip() for p in _SENTENCE_END.split(text.strip()) if p and p.strip()]
     sentences: list[str] = []
     for piece in pieces:
-        if sentences and sentences[-1].lower().endswith(_ABBREVIATIONS):
+        if sentences and sentences[-1].lower().split()[-1].lstrip("([\"'“") in _ABBREVIATIONS:
             sentences[-1] = f"{sentences[-1]} {piece}"
         else:
             sentences.append(piece)

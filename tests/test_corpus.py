@@ -1,0 +1,153 @@
+"""ragkit.corpus: the course data loads, and bad files fail with errors that name the file."""
+
+import json
+
+import pytest
+
+from ragkit.corpus import MAX_DOC_CHARS, Doc, check_docs, load_docs, load_questions
+from ragkit.errors import CorpusError
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return load_docs()
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return load_questions()
+
+
+def test_handbook_has_enough_english_docs_over_enough_topics(docs):
+    english = [d for d in docs if d.lang == "en"]
+    assert len(english) >= 40
+    assert len({d.topic for d in english}) >= 6
+
+
+def test_handbook_has_a_vietnamese_section(docs):
+    vietnamese = [d for d in docs if d.lang == "vi"]
+    assert vietnamese
+    assert all(d.id.startswith("vi-") and d.source == "handbook/vi" for d in vietnamese)
+
+
+def test_doc_ids_are_unique(docs):
+    assert len({d.id for d in docs}) == len(docs)
+
+
+def test_every_doc_has_a_title_and_text(docs):
+    assert all(d.title.strip() and d.text.strip() for d in docs)
+
+
+def test_there_are_enough_gold_questions(questions):
+    assert len(questions) >= 30
+    assert len({q.id for q in questions}) == len(questions)
+
+
+def test_every_relevant_id_exists(docs, questions):
+    ids = {d.id for d in docs}
+    for question in questions:
+        assert question.relevant, question.id
+        assert set(question.relevant) <= ids, question.id
+
+
+def test_question_fields_outside_the_core_go_to_extra(tmp_path):
+    path = write_lines(tmp_path, [{"id": "q1", "query": "leave?", "relevant": ["d1"], "hops": 2}])
+    assert load_questions(path)[0].extra == {"hops": 2}
+
+
+def write_lines(tmp_path, records, name="docs.jsonl"):
+    path = tmp_path / name
+    lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in records]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+GOOD = {"id": "d1", "text": "Annual leave is 25 days."}
+
+
+def test_a_valid_file_loads_with_defaults_for_missing_fields(tmp_path):
+    path = write_lines(tmp_path, [GOOD, "", {"id": "d2", "text": "Sick leave.", "topic": "sick-leave"}])
+    assert load_docs(path) == [Doc("d1", "Annual leave is 25 days."), Doc("d2", "Sick leave.", topic="sick-leave")]
+
+
+def test_empty_file_is_refused(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="empty.jsonl holds no records"):
+        load_docs(path)
+
+
+def test_broken_json_line_is_named(tmp_path):
+    path = write_lines(tmp_path, [GOOD, '{"id": "d2", "text": "oops"'])
+    with pytest.raises(CorpusError, match=r"docs\.jsonl:2: not valid JSON"):
+        load_docs(path)
+
+
+def test_a_json_array_line_is_refused(tmp_path):
+    path = write_lines(tmp_path, ['["d1", "some text"]'])
+    with pytest.raises(CorpusError, match=r"docs\.jsonl:1: expected a JSON object, got list"):
+        load_docs(path)
+
+
+def test_a_record_without_text_is_named(tmp_path):
+    path = write_lines(tmp_path, [GOOD, {"id": "d2", "title": "no text"}])
+    with pytest.raises(CorpusError, match=r"docs\.jsonl: record 2 lacks text"):
+        load_docs(path)
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    path = write_lines(tmp_path, [GOOD, GOOD])
+    with pytest.raises(CorpusError, match=r"docs\.jsonl: duplicate document id 'd1'"):
+        load_docs(path)
+
+
+@pytest.mark.parametrize("text", ["", "   \n", None, 42])
+def test_an_empty_or_non_string_text_is_refused(tmp_path, text):
+    path = write_lines(tmp_path, [{"id": "d1", "text": text}])
+    with pytest.raises(CorpusError, match=r"docs\.jsonl: document 'd1' has no text"):
+        load_docs(path)
+
+
+def test_a_directory_as_path_is_refused(tmp_path):
+    with pytest.raises(CorpusError, match="cannot read"):
+        load_docs(tmp_path)
+
+
+def test_a_missing_file_is_refused(tmp_path):
+    with pytest.raises(CorpusError, match="nothere.jsonl"):
+        load_docs(tmp_path / "nothere.jsonl")
+
+
+def test_a_non_utf8_file_is_refused(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes('{"id": "d1", "text": "Café"}\n'.encode("latin-1"))
+    with pytest.raises(CorpusError, match=r"cannot read .*latin1\.jsonl"):
+        load_docs(path)
+
+
+def test_an_oversized_document_must_be_chunked_first(tmp_path):
+    path = write_lines(tmp_path, [{"id": "big", "text": "x" * (MAX_DOC_CHARS + 1)}])
+    with pytest.raises(CorpusError, match=r"docs\.jsonl: document 'big' has .*ragkit\.text\.chunk\(\)"):
+        load_docs(path)
+
+
+def test_a_document_of_exactly_the_maximum_size_is_accepted():
+    assert check_docs([Doc("d", "x" * MAX_DOC_CHARS)])
+
+
+def test_an_empty_corpus_is_refused():
+    with pytest.raises(CorpusError, match="empty"):
+        check_docs([])
+
+
+def test_a_question_without_relevant_ids_field_is_named(tmp_path):
+    path = write_lines(tmp_path, [{"id": "q1", "query": "leave?"}], name="questions.jsonl")
+    with pytest.raises(CorpusError, match=r"questions\.jsonl: record 1 needs id, query and relevant"):
+        load_questions(path)
+
+
+def test_relevant_given_as_a_string_is_refused_not_split_into_letters(tmp_path):
+    path = write_lines(tmp_path, [{"id": "q1", "query": "leave?", "relevant": "en-annual-01"}],
+                       name="questions.jsonl")
+    with pytest.raises(CorpusError, match="relevant must be a list"):
+        load_questions(path)

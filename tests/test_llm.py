@@ -1,0 +1,129 @@
+"""ragkit.llm: the real local model (SmolLM2 in xllamacpp), in-process and over its OpenAI API."""
+
+import json
+
+import pytest
+
+from ragkit import models
+from ragkit.errors import BackendError, BackendUnreachable
+from ragkit.llm import SMOLLM2_FILE, ChatReply, LlamaCppChat, OpenAIChat
+
+YES_NO = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+          "required": ["answer"]}
+YES_NO_GRAMMAR = 'root ::= "yes" | "no"'
+BROKEN_GRAMMAR = "root ::= ((("
+QUESTION = "Is Berlin in Germany? Answer yes or no."
+
+
+@pytest.fixture(scope="module")
+def openai_chat(local_chat):
+    """The OpenAI client talking to the local model's real HTTP server on 127.0.0.1."""
+    return OpenAIChat("smollm2", base_url=local_chat.base_url, api_key=None)
+
+
+@pytest.mark.model
+def test_the_default_chat_model_is_local_smollm2(local_chat):
+    assert isinstance(local_chat, LlamaCppChat)
+    assert local_chat.name == SMOLLM2_FILE
+
+
+@pytest.mark.model
+def test_chat_model_is_loaded_once_and_reused(local_chat):
+    assert models.chat_model() is local_chat
+    assert models.chat_model() is models.chat_model()
+
+
+@pytest.mark.model
+def test_local_completion_is_not_empty_and_counts_tokens(local_chat):
+    reply = local_chat.chat("Name a colour.", max_tokens=8)
+    assert isinstance(reply, ChatReply)
+    assert reply.text.strip()
+    assert reply.prompt_tokens > 0 and 0 < reply.completion_tokens <= 8
+    assert reply.finish_reason in ("stop", "length")
+
+
+@pytest.mark.model
+def test_max_tokens_cuts_the_reply(local_chat):
+    reply = local_chat.chat("Write a long story about a dragon.", max_tokens=3)
+    assert reply.completion_tokens == 3 and reply.finish_reason == "length"
+
+
+@pytest.mark.model
+def test_temperature_zero_is_deterministic(local_chat):
+    messages = [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Say hello."}]
+    assert local_chat.chat(messages, max_tokens=6).text == local_chat.chat(messages, max_tokens=6).text
+
+
+@pytest.mark.model
+def test_json_schema_constrains_the_reply(local_chat):
+    reply = local_chat.chat(QUESTION, max_tokens=30, json_schema=YES_NO)
+    assert json.loads(reply.text)["answer"] in ("yes", "no")
+
+
+@pytest.mark.model
+def test_gbnf_grammar_constrains_the_reply(local_chat):
+    assert local_chat.chat(QUESTION, max_tokens=5, grammar=YES_NO_GRAMMAR).text in ("yes", "no")
+
+
+@pytest.mark.model
+def test_a_broken_grammar_is_a_backend_error(local_chat):
+    with pytest.raises(BackendError, match="llama.cpp refused the request"):
+        local_chat.chat(QUESTION, max_tokens=5, grammar=BROKEN_GRAMMAR)
+
+
+@pytest.mark.model
+def test_the_local_model_serves_on_loopback_only(local_chat):
+    assert local_chat.base_url.startswith("http://127.0.0.1:") and local_chat.base_url.endswith("/v1")
+
+
+@pytest.mark.model
+def test_openai_client_against_the_local_http_server(openai_chat):
+    reply = openai_chat.chat(QUESTION, max_tokens=8)
+    assert isinstance(reply, ChatReply) and reply.text.strip()
+    assert reply.model == "smollm2"
+    assert reply.prompt_tokens > 0 and 0 < reply.completion_tokens <= 8
+
+
+@pytest.mark.model
+def test_openai_path_sends_the_json_schema_as_response_format(openai_chat):
+    reply = openai_chat.chat(QUESTION, max_tokens=30, json_schema=YES_NO)
+    assert json.loads(reply.text)["answer"] in ("yes", "no")
+
+
+@pytest.mark.model
+def test_openai_path_sends_the_grammar_to_llama_cpp(openai_chat):
+    assert openai_chat.chat(QUESTION, max_tokens=5, grammar=YES_NO_GRAMMAR).text in ("yes", "no")
+
+
+@pytest.mark.model
+def test_openai_path_turns_a_refused_request_into_a_backend_error(openai_chat):
+    with pytest.raises(BackendError, match="400"):
+        openai_chat.chat(QUESTION, max_tokens=5, grammar=BROKEN_GRAMMAR)
+
+
+@pytest.mark.model
+def test_openai_backend_through_ragkit_models(fresh_models, monkeypatch, local_chat):
+    monkeypatch.setenv("RAGKIT_LLM", "openai:smollm2")
+    monkeypatch.setenv("OPENAI_BASE_URL", local_chat.base_url)
+    chat = fresh_models.chat_model()
+    assert isinstance(chat, OpenAIChat) and chat.name == "smollm2"
+    assert chat.chat("Say hello.", max_tokens=5).text.strip()
+
+
+def test_an_endpoint_that_is_down_is_unreachable_and_named(free_port):
+    url = f"http://127.0.0.1:{free_port}/v1"
+    with pytest.raises(BackendUnreachable, match=f"no OpenAI-compatible server answers at {url}"):
+        OpenAIChat("m", base_url=url, api_key=None).chat("hello", max_tokens=2)
+
+
+def test_openai_without_key_or_base_url_is_an_error(fresh_models):
+    with pytest.raises(BackendError, match="OPENAI_API_KEY"):
+        OpenAIChat("gpt-4o-mini", base_url=None, api_key=None)
+    with pytest.raises(BackendError, match="OPENAI_API_KEY"):
+        fresh_models.chat_model("openai")
+
+
+def test_repr_of_openai_chat_never_shows_the_key():
+    secret = "sk-test-abcdef0123456789"
+    chat = OpenAIChat("gpt-4o-mini", base_url=None, api_key=secret)
+    assert secret not in repr(chat) and "gpt-4o-mini" in repr(chat)
