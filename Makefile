@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_STORE -u RAGKIT_THREADS \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install lab test unit notebooks execute clean
+.PHONY: install lab test unit notebooks execute bench-backends clean
 
 install: $(STAMP)
 
@@ -43,6 +43,10 @@ execute: $(STAMP)
 	for nb in $(NOTEBOOKS); do \
 	  $(TEST_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done
+
+# Latency and throughput of the active backends on this machine (not part of the tests).
+bench-backends: $(STAMP)
+	$(BIN)/python benchmarks/backends.py
 
 clean:
 	rm -rf $(VENV) .cache
