@@ -57,10 +57,13 @@ def _read_config(path: Path) -> dict:
 
 
 def _typed(values: dict) -> dict:
+    for name, value in values.items():
+        if name != "threads" and not isinstance(value, str):
+            raise ConfigError(f"{name} must be text, got {value!r}")
     if "threads" in values:
         try:
             values["threads"] = int(values["threads"])
-        except ValueError as err:
+        except (TypeError, ValueError) as err:
             raise ConfigError(f"threads must be a whole number, got {values['threads']!r}") from err
         if values["threads"] < 1:
             raise ConfigError("threads must be at least 1")

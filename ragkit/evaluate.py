@@ -31,6 +31,8 @@ def reciprocal_rank(retrieved: Sequence[str], relevant: Sequence[str]) -> float:
 
 def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Sequence[int] = (1, 5)) -> dict[str, float]:
     """Mean recall@k for each k, and MRR over the first max(ks) hits, on the gold questions."""
+    if not questions:
+        raise ValueError("no gold questions to evaluate on")
     depth = max(ks)
     runs = [([hit.id for hit in search(q.query, depth)], q.relevant) for q in questions]
     means = {f"recall@{k}": _mean(recall_at_k(ids, rel, k) for ids, rel in runs) for k in ks}

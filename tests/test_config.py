@@ -164,3 +164,11 @@ def test_describe_reports_a_missing_key_and_the_settings(fresh_models, monkeypat
     assert described["llm"] == "ollama:llama3.2:1b"
     assert set(described) == {"llm", "embedder", "store", "threads", "ollama_host", "openai_base_url",
                               "openai_api_key"}
+
+
+@pytest.mark.parametrize("line", ["threads = [1]", "llm = 3", "store = true"])
+def test_a_setting_of_the_wrong_type_is_a_config_error(tmp_path, line):
+    config = tmp_path / "ragkit.toml"
+    config.write_text(line + "\n")
+    with pytest.raises(ConfigError):
+        load_settings(environ={}, config_file=config)

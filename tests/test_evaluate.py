@@ -74,3 +74,8 @@ def test_mrr_only_looks_as_deep_as_the_largest_k():
 def test_evaluate_retrieval_refuses_a_question_without_relevant_ids():
     with pytest.raises(ValueError, match="relevant"):
         evaluate_retrieval(fake_search, [*GOLD, Question("4", "q-first", ())])
+
+
+def test_evaluating_on_no_questions_is_an_error():
+    with pytest.raises(ValueError, match="no gold questions"):
+        evaluate_retrieval(lambda query, k: [], [], ks=(5,))
