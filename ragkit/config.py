@@ -27,7 +27,6 @@ class Settings:
     store: str = ":memory:"
     threads: int = 2
     ollama_host: str = "http://127.0.0.1:11434"
-    cache_dir: str = str(PROJECT_DIR / ".cache")
 
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:

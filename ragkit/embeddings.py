@@ -36,6 +36,11 @@ def unit_rows(vectors) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
+def _probe_dim(encode) -> int:
+    """The vector size a model returns, found by encoding one short text."""
+    return int(np.atleast_2d(np.asarray(encode(["dimension probe"]))).shape[1])
+
+
 def _empty_or(texts: Sequence[str], dim: int, encode) -> np.ndarray:
     texts = list(texts)
     return np.zeros((0, dim), dtype=np.float32) if not texts else unit_rows(encode(texts))
@@ -118,15 +123,15 @@ class FlagModelEmbedder:
                                 normalize_embeddings=True, use_fp16=False,
                                 query_instruction_for_retrieval=query_instruction)
         self.name = ("all-MiniLM-L6-v2 (FlagModel)" if shipped else Path(path).name)
-        self.dim = int(self.embed_passages(["dimension probe"]).shape[1])
+        self.dim = _probe_dim(self._model.encode_corpus)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for queries (with the model's query instruction, if any)."""
-        return _empty_or(texts, getattr(self, "dim", 0), self._model.encode_queries)
+        return _empty_or(texts, self.dim, self._model.encode_queries)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for passages."""
-        return _empty_or(texts, getattr(self, "dim", 0), self._model.encode_corpus)
+        return _empty_or(texts, self.dim, self._model.encode_corpus)
 
 
 class OllamaEmbedder:
@@ -138,11 +143,11 @@ class OllamaEmbedder:
         self.host, self._client = host, ollama.Client(host=host)
         installed = installed_ollama_models(self._client, host)
         self.name = pick_ollama_model(installed, model, OLLAMA_EMBED_PREFERENCE)
-        self.dim = int(self.embed_passages(["dimension probe"]).shape[1])
+        self.dim = _probe_dim(self._embed)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for queries."""
-        return _empty_or(texts, getattr(self, "dim", 0), self._embed)
+        return _empty_or(texts, self.dim, self._embed)
 
     embed_passages = embed_queries
 
@@ -162,14 +167,14 @@ class OpenAIEmbedder:
         self.name, self.base_url = model, base_url or "the OpenAI API"
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
                                      max_retries=1, timeout=120)
-        self.dim = int(self.embed_passages(["dimension probe"]).shape[1])
+        self.dim = _probe_dim(self._embed)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.name!r}, base_url={self.base_url!r})"
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for queries."""
-        return _empty_or(texts, getattr(self, "dim", 0), self._embed)
+        return _empty_or(texts, self.dim, self._embed)
 
     embed_passages = embed_queries
 
