@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 from ragkit.corpus import Hit, Question
 
-Search = Callable[[str, int], list[Hit]]
+Search = Callable[..., list[Hit]]  # called as search(query, k=...), like BM25Index.search
 
 
 def recall_at_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> float:
@@ -34,7 +34,7 @@ def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Seq
     if not questions:
         raise ValueError("no gold questions to evaluate on")
     depth = max(ks)
-    runs = [([hit.id for hit in search(q.query, depth)], q.relevant) for q in questions]
+    runs = [([hit.id for hit in search(q.query, k=depth)], q.relevant) for q in questions]
     means = {f"recall@{k}": _mean(recall_at_k(ids, rel, k) for ids, rel in runs) for k in ks}
     means["mrr"] = _mean(reciprocal_rank(ids, rel) for ids, rel in runs)
     return means
