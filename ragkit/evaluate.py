@@ -1,48 +1,297 @@
-"""Retrieval metrics over gold questions: recall@k, hit@k and MRR.
+"""Retrieval and answer metrics over gold questions, and runners that score a pipeline on a gold set.
 
-Taught in lessons/01_bag_of_words.ipynb.
+Retrieval metrics take the retrieved ids best first and the relevant ids: either a sequence of ids
+(each of grade 1) or a mapping id → grade (grade 0 means judged not relevant). An id retrieved twice
+counts once, at its first rank. A question without relevant ids, or a cut-off k < 1, is a
+ValueError: a score over nothing would silently read as a miss.
+
+Taught in lessons/01_bag_of_words.ipynb (recall@k, MRR); the rest is the capstone's, lessons/08_evaluation.ipynb.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import math
+import numbers
+import re
+import string
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ragkit.corpus import Hit, Question
 
 Search = Callable[..., list[Hit]]  # called as search(query, k=...), like BM25Index.search
+Relevance = Sequence[str] | Mapping[str, float]  # ids (grade 1 each) or id → grade
+
+RETRIEVAL_METRICS = ("recall", "precision", "ndcg", "hit", "all_gold", "mrr")
 
 
-def recall_at_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> float:
-    """Share of the relevant ids found in the first k retrieved ids."""
-    if not relevant:
+# --- retrieval metrics, one question ---------------------------------------------------------
+
+
+def grades_of(relevant: Relevance) -> dict[str, float]:
+    """The relevant ids with their grades (> 0); a plain sequence of ids gives grade 1 to each."""
+    if isinstance(relevant, Mapping):
+        if any(grade < 0 for grade in relevant.values()):
+            raise ValueError("relevance grades must be 0 or more")
+        graded = {doc_id: grade for doc_id, grade in relevant.items() if grade > 0}
+    else:
+        if isinstance(relevant, str):
+            raise TypeError("relevant must be a sequence of ids or a mapping id → grade, not one string")
+        graded = dict.fromkeys(relevant, 1)
+    if not graded:
         raise ValueError("a gold question needs at least one relevant id")
-    return len(set(retrieved[:k]) & set(relevant)) / len(set(relevant))
+    return graded
 
 
-def hit_at_k(retrieved: Sequence[str], relevant: Sequence[str], k: int) -> float:
+def _top(retrieved: Sequence[str], k: int) -> list[str]:
+    """The first k retrieved ids, refusing a cut-off below 1."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be a whole number of at least 1, got {k!r}")
+    return list(retrieved[:k])
+
+
+def recall_at_k(retrieved: Sequence[str], relevant: Relevance, k: int) -> float:
+    """Share of the relevant ids found in the first k retrieved ids. Taught in lessons/01_bag_of_words.ipynb."""
+    graded = grades_of(relevant)
+    return len(set(_top(retrieved, k)) & graded.keys()) / len(graded)
+
+
+def precision_at_k(retrieved: Sequence[str], relevant: Relevance, k: int) -> float:
+    """Relevant ids in the first k retrieved, divided by k (as trec_eval's P_k, short lists included)."""
+    graded = grades_of(relevant)
+    return len(set(_top(retrieved, k)) & graded.keys()) / k
+
+
+def hit_at_k(retrieved: Sequence[str], relevant: Relevance, k: int) -> float:
     """1.0 if any relevant id is among the first k retrieved ids, else 0.0."""
-    return float(bool(set(retrieved[:k]) & set(relevant)))
+    graded = grades_of(relevant)
+    return float(bool(set(_top(retrieved, k)) & graded.keys()))
 
 
-def reciprocal_rank(retrieved: Sequence[str], relevant: Sequence[str]) -> float:
-    """1/rank of the first relevant id, 0.0 if none was retrieved."""
-    return next((1.0 / rank for rank, doc_id in enumerate(retrieved, 1) if doc_id in set(relevant)), 0.0)
+def all_gold_at_k(retrieved: Sequence[str], relevant: Relevance, k: int) -> float:
+    """1.0 if every relevant id is among the first k retrieved ids (multi-hop needs all), else 0.0."""
+    graded = grades_of(relevant)
+    return float(graded.keys() <= set(_top(retrieved, k)))
 
 
-def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Sequence[int] = (1, 5)) -> dict[str, float]:
-    """Mean recall@k for each k, and MRR over the first max(ks) hits, on the gold questions."""
-    if not questions:
+def reciprocal_rank(retrieved: Sequence[str], relevant: Relevance) -> float:
+    """1/rank of the first relevant id, 0.0 if none was retrieved. Taught in lessons/01_bag_of_words.ipynb."""
+    graded = grades_of(relevant)
+    return next((1.0 / rank for rank, doc_id in enumerate(retrieved, 1) if doc_id in graded), 0.0)
+
+
+def dcg(gains: Iterable[float]) -> float:
+    """Discounted cumulative gain: the gain at rank r counts gain / log2(r + 1)."""
+    return sum(gain / math.log2(rank + 1) for rank, gain in enumerate(gains, 1))
+
+
+def ndcg_at_k(retrieved: Sequence[str], relevant: Relevance, k: int) -> float:
+    """DCG of the first k retrieved over the ideal DCG (grades sorted), as trec_eval's ndcg_cut_k."""
+    graded = grades_of(relevant)
+    seen: set[str] = set()
+    gains = []
+    for doc_id in _top(retrieved, k):
+        gains.append(0.0 if doc_id in seen else graded.get(doc_id, 0.0))
+        seen.add(doc_id)
+    ideal = sorted(graded.values(), reverse=True)[:k]
+    return dcg(gains) / dcg(ideal)
+
+
+def supporting_evidence_recall(retrieved: Iterable[str], supporting: Iterable[str], *, k: int | None = None) -> float:
+    """Share of the gold supporting ids among the retrieved ids (a set, or a ranked list cut at k)."""
+    gold = set(supporting)
+    if not gold:
+        raise ValueError("a gold question needs at least one supporting id")
+    if k is not None:
+        if not isinstance(retrieved, Sequence):
+            raise TypeError("k needs the retrieved ids as a ranked list, not a set")
+        retrieved = _top(retrieved, k)
+    return len(set(retrieved) & gold) / len(gold)
+
+
+# --- answer metrics ----------------------------------------------------------------------------
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, drop punctuation (any script's) and the articles a/an/the, collapse whitespace, as SQuAD."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION and not unicodedata.category(ch).startswith("P"))
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def _aliases(gold: str | Sequence[str]) -> list[str]:
+    """The gold answers as a non-empty list."""
+    aliases = [gold] if isinstance(gold, str) else list(gold)
+    if not aliases:
+        raise ValueError("a gold question needs at least one answer")
+    return aliases
+
+
+def exact_match(prediction: str, gold: str | Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold alias, else 0.0."""
+    return max(float(normalize_answer(prediction) == normalize_answer(alias)) for alias in _aliases(gold))
+
+
+def _f1(prediction: str, alias: str) -> float:
+    """Token F1 against one alias; two empty answers agree (SQuAD 2.0's rule)."""
+    predicted, expected = normalize_answer(prediction).split(), normalize_answer(alias).split()
+    if not predicted or not expected:
+        return float(predicted == expected)
+    common = sum((Counter(predicted) & Counter(expected)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(prediction: str, gold: str | Sequence[str]) -> float:
+    """Harmonic mean of token precision and recall after normalisation, best over the gold aliases."""
+    return max(_f1(prediction, alias) for alias in _aliases(gold))
+
+
+def answers_of(question: Question) -> tuple[str, ...]:
+    """A question's gold answer followed by its aliases (Question.extra["aliases"]), without repeats."""
+    aliases = question.extra.get("aliases", ())
+    if isinstance(aliases, str):
+        aliases = (aliases,)
+    answers = tuple(dict.fromkeys(a for a in (question.answer, *aliases) if a))
+    if not answers:
+        raise ValueError(f"question {question.id!r} has no gold answer")
+    return answers
+
+
+def relevance_of(question: Question) -> Relevance:
+    """A question's graded relevance (Question.extra["grades"], as BEIR qrels give), else its relevant ids."""
+    return question.extra.get("grades") or question.relevant
+
+
+# --- runners over a gold set -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Mean metric values over a gold set, each question's values, and the mean seconds per question."""
+
+    means: dict[str, float]
+    per_question: tuple[dict, ...] = ()
+    seconds_per_query: float = 0.0
+
+
+def _check_gold(gold: Sequence[Question]) -> None:
+    """Refuse an empty gold set."""
+    if not gold:
         raise ValueError("no gold questions to evaluate on")
-    depth = max(ks)
-    runs = [([hit.id for hit in search(q.query, k=depth)], q.relevant) for q in questions]
-    means = {f"recall@{k}": _mean(recall_at_k(ids, rel, k) for ids, rel in runs) for k in ks}
-    means["mrr"] = _mean(reciprocal_rank(ids, rel) for ids, rel in runs)
-    return means
+
+
+def _check_ks(ks: Sequence[int]) -> int:
+    """The deepest cut-off, refusing no cut-offs or one below 1."""
+    if not ks:
+        raise ValueError("give at least one cut-off k")
+    for k in ks:
+        _top((), k)
+    return max(ks)
+
+
+def _check_metrics(metrics: Sequence[str]) -> None:
+    """Refuse unknown metric names, naming the known ones."""
+    unknown = [m for m in metrics if m not in RETRIEVAL_METRICS]
+    if unknown or not metrics:
+        raise ValueError(f"unknown metrics {unknown}; choose from {', '.join(RETRIEVAL_METRICS)}")
+
+
+_AT_K = {"recall": recall_at_k, "precision": precision_at_k, "ndcg": ndcg_at_k,
+         "hit": hit_at_k, "all_gold": all_gold_at_k}
+
+
+def metric_keys(metrics: Sequence[str], *, ks: Sequence[int]) -> list[str]:
+    """The names of the scores, like "recall@5" and "mrr", in the order of metrics then ks."""
+    keys: list[str] = []
+    for metric in metrics:
+        keys += ["mrr"] if metric == "mrr" else [f"{metric}@{k}" for k in ks]
+    return list(dict.fromkeys(keys))
+
+
+def score_ranking(retrieved: Sequence[str], relevant: Relevance, *,
+                  metrics: Sequence[str], ks: Sequence[int]) -> dict[str, float]:
+    """One question's metrics, keyed like "recall@5" and "mrr", in the order of metrics then ks."""
+    scores = {}
+    for metric in metrics:
+        if metric == "mrr":
+            scores["mrr"] = reciprocal_rank(retrieved, relevant)
+        else:
+            scores.update({f"{metric}@{k}": _AT_K[metric](retrieved, relevant, k) for k in ks})
+    return scores
 
 
 def _mean(values) -> float:
     values = list(values)
     return sum(values) / len(values) if values else 0.0
+
+
+def _means(rows: Sequence[dict], keys: Iterable[str]) -> dict[str, float]:
+    """The mean of each key over the rows."""
+    return {key: _mean(row[key] for row in rows) for key in keys}
+
+
+def evaluate_pipeline(pipeline: Search, gold: Sequence[Question], *,
+                      metrics: Sequence[str] = ("recall", "ndcg", "mrr"), ks: Sequence[int] = (1, 5, 10)) -> Evaluation:
+    """Run pipeline(query, k=max(ks)) on every gold question and average the retrieval metrics."""
+    _check_gold(gold)
+    _check_metrics(metrics)
+    depth = _check_ks(ks)
+    rows = []
+    for question in gold:
+        started = time.perf_counter()
+        ids = [hit.id for hit in pipeline(question.query, k=depth)]
+        seconds = time.perf_counter() - started
+        try:
+            scores = score_ranking(ids, relevance_of(question), metrics=metrics, ks=ks)
+        except ValueError as err:
+            raise ValueError(f"question {question.id!r}: {err}") from None
+        rows.append({"id": question.id, **scores, "retrieved": tuple(ids), "seconds": seconds})
+    means = _means(rows, metric_keys(metrics, ks=ks))
+    return Evaluation(means, tuple(rows), _mean(row["seconds"] for row in rows))
+
+
+def evaluate_answers(answer_fn: Callable[[str], str], gold: Sequence[Question]) -> Evaluation:
+    """Run answer_fn(query) on every gold question; mean exact match and token F1, best over the aliases."""
+    _check_gold(gold)
+    rows = []
+    for question in gold:
+        answers = answers_of(question)
+        started = time.perf_counter()
+        prediction = answer_fn(question.query)
+        seconds = time.perf_counter() - started
+        if not isinstance(prediction, str):
+            raise TypeError(f"answer_fn must return a string, got {type(prediction).__name__} for {question.id!r}")
+        rows.append({"id": question.id, "exact_match": exact_match(prediction, answers),
+                     "f1": token_f1(prediction, answers), "prediction": prediction, "seconds": seconds})
+    return Evaluation(_means(rows, ("exact_match", "f1")), tuple(rows), _mean(row["seconds"] for row in rows))
+
+
+def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Sequence[int] = (1, 5)) -> dict[str, float]:
+    """Mean recall@k for each k, and MRR over the first max(ks) hits. Taught in lessons/01_bag_of_words.ipynb."""
+    return evaluate_pipeline(search, questions, metrics=("recall", "mrr"), ks=ks).means
+
+
+def table_rows(results: Mapping[str, Evaluation | Mapping[str, float]], *, label: str = "pipeline",
+               timing: bool = False) -> list[dict]:
+    """{name: evaluation or means} as rows for format_table, one column per metric (blank if missing)."""
+    rows = []
+    for name, result in results.items():
+        means = result.means if isinstance(result, Evaluation) else result
+        row = {label: name, **means}
+        if timing:
+            row["ms/query"] = result.seconds_per_query * 1000 if isinstance(result, Evaluation) else ""
+        rows.append(row)
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    return [{column: row.get(column, "") for column in columns} for row in rows]
 
 
 def format_table(rows: Sequence[dict], *, digits: int = 3) -> str:

