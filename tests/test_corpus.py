@@ -1,10 +1,11 @@
 """ragkit.corpus: the course data loads, and bad files fail with errors that name the file."""
 
 import json
+from collections import Counter
 
 import pytest
 
-from ragkit.corpus import MAX_DOC_CHARS, Doc, check_docs, load_docs, load_questions
+from ragkit.corpus import DATA_DIR, MAX_DOC_CHARS, Doc, check_docs, load_docs, load_questions, read_jsonl
 from ragkit.errors import CorpusError
 
 
@@ -30,6 +31,13 @@ def test_handbook_has_a_vietnamese_section(docs):
     assert all(d.id.startswith("vi-") and d.source == "handbook/vi" for d in vietnamese)
 
 
+@pytest.mark.parametrize("lang", ["zh", "ru"])
+def test_handbook_has_chinese_and_russian_office_sections(docs, lang):
+    section = [d for d in docs if d.lang == lang]
+    assert section
+    assert all(d.id.startswith(f"{lang}-office-") and d.source == f"handbook/{lang}" for d in section)
+
+
 def test_doc_ids_are_unique(docs):
     assert len({d.id for d in docs}) == len(docs)
 
@@ -48,6 +56,16 @@ def test_every_relevant_id_exists(docs, questions):
     for question in questions:
         assert question.relevant, question.id
         assert set(question.relevant) <= ids, question.id
+
+
+def test_rerank_queries_cover_every_doc_and_never_reuse_a_gold_question(docs, questions):
+    training = read_jsonl(DATA_DIR / "rerank_queries.jsonl")
+    ids = {d.id for d in docs}
+    assert {item["doc_id"] for item in training} <= ids
+    assert Counter(item["doc_id"] for item in training) == {doc_id: 5 for doc_id in ids}
+    gold = {q.query.strip().casefold() for q in questions}
+    reused = [item["query"] for item in training if item["query"].strip().casefold() in gold]
+    assert not reused
 
 
 def test_question_fields_outside_the_core_go_to_extra(tmp_path):
