@@ -12,10 +12,10 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
-TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_STORE -u RAGKIT_THREADS \
+TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install lab test unit notebooks execute bench-backends clean
+.PHONY: install lab test unit notebooks execute bench-backends bench clean
 
 install: $(STAMP)
 
@@ -48,6 +48,12 @@ execute: $(STAMP)
 # Latency and throughput of the active backends on this machine (not part of the tests).
 bench-backends: $(STAMP)
 	$(BIN)/python benchmarks/backends.py
+
+# Every benchmark script in BENCHES in turn, stopping at the first that fails (not part of the tests).
+# Evaluation data comes from RAGKIT_EVALDATA (default ../shared/evaldata); see benchmarks/harness.py.
+BENCHES ?= benchmarks/backends.py
+bench: $(STAMP)
+	for script in $(BENCHES); do $(BIN)/python "$$script" || exit 1; done
 
 clean:
 	rm -rf $(VENV) .cache

@@ -24,6 +24,7 @@ class Settings:
 
     llm: str = "local"
     embedder: str = "e5"
+    reranker: str = "course"
     store: str = ":memory:"
     threads: int = 2
     ollama_host: str = "http://127.0.0.1:11434"

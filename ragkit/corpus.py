@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.errors import CorpusError
+from ragkit.errors import CorpusError, EmptyQueryError
 
 DATA_DIR = Path(os.environ.get("RAGKIT_DATA", Path(__file__).resolve().parents[1] / "data"))
 MAX_DOC_CHARS = 1_000_000  # larger texts must be chunked before indexing
@@ -130,3 +130,15 @@ def load_questions(path: str | Path = DATA_DIR / "questions.jsonl") -> list[Ques
             )
         )
     return questions
+
+
+def passage_text(doc: Doc) -> str:
+    """What gets embedded for a doc: its title, then its text."""
+    return f"{doc.title}\n{doc.text}" if doc.title else doc.text
+
+
+def check_query(query: str) -> str:
+    """Refuse an empty query with an error that says so."""
+    if not isinstance(query, str) or not query.strip():
+        raise EmptyQueryError("the query is empty: give some words to search for")
+    return query

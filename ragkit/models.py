@@ -2,6 +2,7 @@
 
 RAGKIT_LLM:      local | gguf:/path/model.gguf | ollama[:model] | openai[:model]
 RAGKIT_EMBEDDER: e5 | minilm | st:<dir or name> | flag[:<dir or name>] | ollama[:model] | openai[:model]
+RAGKIT_RERANKER: course | ce:<dir or name> | flag:<dir or name> | llm   (e.g. ce:BAAI/bge-reranker-base)
 Taught in lessons/00_setup.ipynb.
 """
 
@@ -13,11 +14,13 @@ from functools import cache
 from ragkit.config import Settings, load_settings, split_spec
 from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEmbedder, OpenAIEmbedder,
                                SentenceTransformerEmbedder)
-from ragkit.errors import ConfigError
+from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.llm import ChatModel, LlamaCppChat, OllamaChat, OpenAIChat, smollm2_path
+from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMReranker, Reranker
 
 LLM_KINDS = ("local", "gguf", "ollama", "openai")
 EMBEDDER_KINDS = ("e5", "minilm", "st", "flag", "ollama", "openai")
+RERANKER_KINDS = ("course", "ce", "flag", "llm")
 
 
 def chat_model(spec: str | None = None) -> ChatModel:
@@ -30,6 +33,12 @@ def embedder(spec: str | None = None) -> Embedder:
     """The embedder the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
     return _embedder(spec or settings.embedder, settings.threads, settings.ollama_host)
+
+
+def reranker(spec: str | None = None) -> Reranker:
+    """The reranker the settings name (or spec), loaded on first use and then reused."""
+    settings = load_settings()
+    return _reranker(spec or settings.reranker, settings.threads)
 
 
 @cache
@@ -66,6 +75,36 @@ def _embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
                       "(e.g. RAGKIT_EMBEDDER=minilm)")
 
 
+@cache
+def _reranker(spec: str, threads: int) -> Reranker:
+    kind, argument = split_spec(spec)
+    if kind == "course":
+        return CrossEncoderReranker(course_reranker(), threads=threads)
+    if kind in ("ce", "flag") and not argument:
+        raise ConfigError(f"RAGKIT_RERANKER={kind} needs a model: {kind}:<dir or name>, "
+                          f"e.g. {kind}:BAAI/bge-reranker-base")
+    if kind == "ce":
+        return CrossEncoderReranker(argument, threads=threads)
+    if kind == "flag":
+        return FlagCrossEncoderReranker(argument, threads=threads)
+    if kind == "llm":
+        return LLMReranker(chat_model())
+    raise ConfigError(f"unknown reranker {spec!r}: use one of {', '.join(RERANKER_KINDS)} "
+                      "(e.g. RAGKIT_RERANKER=ce:BAAI/bge-reranker-base)")
+
+
+def course_reranker():
+    """The folder of the trained course cross-encoder; a clear error if it has not been trained."""
+    from ragkit.reranker_training import course_reranker_dir
+
+    path = course_reranker_dir()
+    if not (path / "training.json").exists():
+        raise ModelNotFound("the course cross-encoder is not trained yet: run "
+                            "`from ragkit.reranker_training import train_course_reranker; "
+                            "train_course_reranker()` (lessons/04_reranking.ipynb does, about 2 minutes)")
+    return path
+
+
 def _openai_env() -> dict:
     return {"base_url": os.environ.get("OPENAI_BASE_URL") or None,
             "api_key": os.environ.get("OPENAI_API_KEY") or None}
@@ -75,7 +114,8 @@ def describe(settings: Settings | None = None) -> dict[str, str]:
     """What each setting resolves to, safe to print: no keys, just names and addresses."""
     settings = settings or load_settings()
     key = "set (hidden)" if os.environ.get("OPENAI_API_KEY") else "not set"
-    return {"llm": settings.llm, "embedder": settings.embedder, "store": settings.store,
+    return {"llm": settings.llm, "embedder": settings.embedder, "reranker": settings.reranker,
+            "store": settings.store,
             "threads": str(settings.threads), "ollama_host": settings.ollama_host,
             "openai_base_url": os.environ.get("OPENAI_BASE_URL", "(OpenAI default)"),
             "openai_api_key": key}

@@ -65,6 +65,11 @@ def tokenize(
     return tokens
 
 
+def search_tokenize(text: str) -> list[str]:
+    """The best rung of lesson 01's tokenizer ladder: folded, stemmed, English stop words dropped."""
+    return tokenize(text, fold=True, stem=True, stopwords=True)
+
+
 def stem_word(word: str, lang: str = "auto") -> str:
     """Snowball stem: Russian for Cyrillic words, English for Latin ones (unless lang says vi)."""
     if lang in ("vi", "zh"):

@@ -35,7 +35,8 @@ def fresh_models(monkeypatch):
     """Empty caches for ragkit.models' backends during one test; the session's models survive it."""
     monkeypatch.setattr(models, "_chat_model", cache(models._chat_model.__wrapped__))
     monkeypatch.setattr(models, "_embedder", cache(models._embedder.__wrapped__))
-    for name in ("RAGKIT_LLM", "RAGKIT_EMBEDDER", "RAGKIT_OLLAMA_HOST", "OLLAMA_HOST",
+    monkeypatch.setattr(models, "_reranker", cache(models._reranker.__wrapped__))
+    for name in ("RAGKIT_LLM", "RAGKIT_EMBEDDER", "RAGKIT_RERANKER", "RAGKIT_OLLAMA_HOST", "OLLAMA_HOST",
                  "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return models

@@ -162,7 +162,7 @@ def test_describe_reports_a_missing_key_and_the_settings(fresh_models, monkeypat
     described = fresh_models.describe()
     assert described["openai_api_key"] == "not set"
     assert described["llm"] == "ollama:llama3.2:1b"
-    assert set(described) == {"llm", "embedder", "store", "threads", "ollama_host", "openai_base_url",
+    assert set(described) == {"llm", "embedder", "reranker", "store", "threads", "ollama_host", "openai_base_url",
                               "openai_api_key"}
 
 

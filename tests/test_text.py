@@ -154,3 +154,9 @@ def test_chunk_of_short_text_is_the_text():
 def test_chunk_rejects_max_words_below_one(max_words):
     with pytest.raises(ValueError, match="max_words"):
         chunk("Some text.", max_words=max_words)
+
+
+def test_search_tokenize_folds_stems_and_drops_stop_words():
+    from ragkit.text import search_tokenize
+
+    assert search_tokenize("The nghỉ ốm Policies") == ["nghi", "om", "polici"]

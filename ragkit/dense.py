@@ -1,0 +1,62 @@
+"""Dense retrieval: embed docs once into a Qdrant collection, embed the query, take the nearest.
+
+Hybrid search fuses a keyword and a dense ranking with reciprocal rank fusion.
+Taught in lessons/02_embeddings.ipynb.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ragkit import models
+from ragkit.corpus import Doc, Hit, check_docs, check_query, passage_text
+from ragkit.embeddings import Embedder
+from ragkit.fusion import RRF_K, reciprocal_rank_fusion
+from ragkit.store import VectorStore
+
+Search = Callable[..., list[Hit]]
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of a with each row of b."""
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    return (a @ b.T) / (np.linalg.norm(a, axis=1)[:, None] * np.linalg.norm(b, axis=1)[None, :])
+
+
+class DenseIndex:
+    """Docs embedded once and kept in a Qdrant collection; search embeds the query and asks Qdrant."""
+
+    def __init__(self, docs: Sequence[Doc], *, embedder: Embedder | None = None,
+                 store: VectorStore | None = None, collection: str = "docs"):
+        self.docs = check_docs(list(docs))
+        self.embedder = embedder or models.embedder()
+        self.store, self.collection = store or VectorStore(), collection
+        self.vectors = self.embedder.embed_passages([passage_text(doc) for doc in self.docs])
+        self.store.create(collection, self.vectors.shape[1], recreate=True)
+        self.store.upsert(collection, self.docs, self.vectors)
+
+    def search(self, query: str, *, k: int = 5, where: dict | None = None) -> list[Hit]:
+        """The k docs nearest the query, optionally only those whose fields match `where`."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        vector = self.embedder.embed_queries([check_query(query)])[0]
+        hits = self.store.search(self.collection, vector, k=k, where=where)
+        by_id = {doc.id: doc for doc in self.docs}
+        return [Hit(by_id.get(hit.id, hit.doc), hit.score) for hit in hits]
+
+
+class HybridIndex:
+    """Several retrievers (e.g. BM25 and dense) asked for `depth` hits each, fused by RRF."""
+
+    def __init__(self, searches: Sequence[Search], *, depth: int = 50, rrf_k: int = RRF_K):
+        if not searches:
+            raise ValueError("a hybrid index needs at least one retriever")
+        self.searches, self.depth, self.rrf_k = list(searches), depth, rrf_k
+
+    def search(self, query: str, *, k: int = 5) -> list[Hit]:
+        """The k best docs by reciprocal rank fusion of every retriever's ranking."""
+        check_query(query)
+        rankings = [search(query, k=max(k, self.depth)) for search in self.searches]
+        return reciprocal_rank_fusion(rankings, k=self.rrf_k, limit=k)

@@ -1,0 +1,37 @@
+"""Reciprocal rank fusion: merge ranked lists by rank alone, so scores on different scales mix.
+
+Taught in lessons/02_embeddings.ipynb.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ragkit.corpus import Hit
+
+RRF_K = 60  # the constant of Cormack et al. (2009); it damps the weight of the very top ranks
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], *, k: int = RRF_K,
+                           limit: int | None = None) -> list[Hit]:
+    """Score each doc by the sum of 1/(k + rank) over the lists; ties go to the earlier first sighting."""
+    if k < 0:
+        raise ValueError(f"the RRF constant k must be 0 or more, got {k}")
+    scores: dict[str, float] = {}
+    docs = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (k + rank)
+            docs.setdefault(hit.id, hit.doc)
+    first_seen = {doc_id: i for i, doc_id in enumerate(docs)}
+    order = sorted(scores, key=lambda doc_id: (-scores[doc_id], first_seen[doc_id]))
+    return [Hit(docs[doc_id], scores[doc_id]) for doc_id in order[:limit]]
+
+
+
+def fuse_queries(search: Callable[..., list[Hit]], queries: Sequence[str], *, k: int = 5,
+                 depth: int = 20, rrf_k: int = RRF_K) -> list[Hit]:
+    """Run one search per query (depth hits each) and fuse the lists with RRF. Taught in lessons/03_query_rewriting.ipynb."""
+    if not queries:
+        raise ValueError("no queries to search with")
+    return reciprocal_rank_fusion([search(query, k=depth) for query in queries], k=rrf_k, limit=k)

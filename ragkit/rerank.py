@@ -1,0 +1,118 @@
+"""Second-stage reranking: a cross-encoder (or a chat model) reads query and doc together.
+
+Taught in lessons/04_reranking.ipynb.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from ragkit.corpus import Doc, Hit, check_query, passage_text
+from ragkit.embeddings import _local_model_dir
+from ragkit.llm import ChatModel
+
+RELEVANCE_SCALE = tuple(range(11))
+LLM_SCORE_PROMPT = ("Rate how well the document answers the question, from 0 (unrelated) to 10 "
+                    "(answers it fully). Reply with JSON: {{\"score\": <0-10>}}.\n\n"
+                    "Question: {query}\n\nDocument: {doc}")
+
+
+class Reranker(Protocol):
+    """Anything that scores (query, doc) pairs: higher means more relevant."""
+
+    name: str
+
+    def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray: ...
+
+
+def rerank(query: str, hits: Sequence[Hit], reranker: Reranker, *, k: int | None = None) -> list[Hit]:
+    """The hits reordered by the reranker's scores (ties keep their first-stage order)."""
+    if not hits:
+        return []
+    scores = reranker.score(check_query(query), [hit.doc for hit in hits])
+    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+    return [Hit(hits[i].doc, float(scores[i])) for i in order[:k]]
+
+
+class CrossEncoderReranker:
+    """sentence-transformers' CrossEncoder over a model dir or hub name (e.g. BAAI/bge-reranker-base)."""
+
+    def __init__(self, name_or_path: str | Path, *, max_length: int = 256, threads: int = 2):
+        import torch
+        from sentence_transformers import CrossEncoder
+
+        torch.set_num_threads(threads)
+        path = _local_model_dir(name_or_path)
+        self._model = CrossEncoder(path, max_length=max_length, device="cpu")
+        self.name = Path(path).name
+
+    def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
+        """Relevance in (0, 1) for each doc (the model's logit through a sigmoid)."""
+        if not docs:
+            return np.empty(0, dtype=np.float32)
+        pairs = [(query, passage_text(doc)) for doc in docs]
+        return np.asarray(self._model.predict(pairs, batch_size=16, show_progress_bar=False), dtype=np.float32)
+
+
+class FlagCrossEncoderReranker:
+    """FlagEmbedding's FlagReranker over the same kind of model dir: the call bge-reranker's card shows."""
+
+    def __init__(self, name_or_path: str | Path, *, max_length: int = 256, threads: int = 2):
+        import torch
+        from FlagEmbedding import FlagReranker
+
+        torch.set_num_threads(threads)
+        path = _local_model_dir(name_or_path)
+        self._model = FlagReranker(path, use_fp16=False, devices="cpu", max_length=max_length)
+        self.name = Path(path).name + " (FlagReranker)"
+
+    def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
+        """Relevance in (0, 1) for each doc (normalize=True applies the sigmoid)."""
+        if not docs:
+            return np.empty(0, dtype=np.float32)
+        scores = self._model.compute_score([[query, passage_text(doc)] for doc in docs], normalize=True)
+        return np.atleast_1d(np.asarray(scores, dtype=np.float32))
+
+
+class LLMReranker:
+    """A chat model asked for a 0-10 relevance score per doc, in schema-constrained JSON."""
+
+    def __init__(self, chat: ChatModel, *, max_doc_chars: int = 1200):
+        self.chat, self.max_doc_chars = chat, max_doc_chars
+        self.name = f"{chat.name} (0-10 scorer)"
+        self.unreadable = 0  # replies with no score in them, counted as 0
+        self.seconds = 0.0
+
+    def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
+        """The model's 0-10 score for each doc."""
+        return np.array([self._score_one(query, doc) for doc in docs], dtype=np.float32)
+
+    def _score_one(self, query: str, doc: Doc) -> float:
+        prompt = LLM_SCORE_PROMPT.format(query=query, doc=passage_text(doc)[: self.max_doc_chars])
+        schema = {"type": "object", "properties": {"score": {"enum": list(RELEVANCE_SCALE)}}, "required": ["score"]}
+        started = time.perf_counter()
+        reply = self.chat.chat(prompt, max_tokens=12, json_schema=schema)
+        self.seconds += time.perf_counter() - started
+        score = parse_score(reply.text)
+        if score is None:
+            self.unreadable += 1
+        return score or 0.0
+
+
+def parse_score(text: str) -> float | None:
+    """The 0-10 score in a reply like {"score": 7} or "7/10"; None if there is none."""
+    try:
+        value = json.loads(text).get("score")
+    except (json.JSONDecodeError, AttributeError):
+        value = next(iter(re.findall(r"\d+(?:\.\d+)?", text or "")), None)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if 0 <= value <= 10 else None

@@ -1,0 +1,41 @@
+"""Small stand-ins for models in unit tests: a scripted chat model and a hashing embedder."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Sequence
+
+import numpy as np
+
+from ragkit.llm import ChatReply
+from ragkit.text import tokenize
+
+
+class ScriptedChat:
+    """A chat model that replies with the given texts in turn, and records what it was asked."""
+
+    name = "scripted"
+
+    def __init__(self, *replies: str):
+        self.replies, self.calls = list(replies), []
+
+    def chat(self, messages, **options) -> ChatReply:
+        self.calls.append((messages, options))
+        text = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return ChatReply(text=text, model=self.name, completion_tokens=len(text.split()), seconds=0.001)
+
+
+class HashingEmbedder:
+    """Bag of hashed words as a unit vector: similar wording, similar vectors (no meaning at all)."""
+
+    name, dim = "hashing", 64
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit row per text."""
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in zip(rows, texts):
+            for token in tokenize(text, fold=True) or ["<empty>"]:
+                row[zlib.crc32(token.encode()) % self.dim] += 1.0
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    embed_passages = embed_queries

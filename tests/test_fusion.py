@@ -1,0 +1,48 @@
+import pytest
+
+from ragkit.corpus import Doc, Hit
+from ragkit.fusion import fuse_queries, reciprocal_rank_fusion
+
+
+def hits(*ids: str) -> list[Hit]:
+    return [Hit(Doc(doc_id, f"text of {doc_id}"), 1.0 / rank) for rank, doc_id in enumerate(ids, 1)]
+
+
+def test_rrf_scores_are_sums_of_reciprocal_ranks():
+    fused = reciprocal_rank_fusion([hits("a", "b"), hits("b", "c")], k=60)
+    assert [h.id for h in fused] == ["b", "a", "c"]
+    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1].score == pytest.approx(1 / 61)
+
+
+def test_rrf_breaks_ties_by_first_sighting():
+    fused = reciprocal_rank_fusion([hits("a", "b"), hits("b", "a")])
+    assert [h.id for h in fused] == ["a", "b"]
+
+
+def test_rrf_limit_and_empty_lists():
+    assert reciprocal_rank_fusion([]) == []
+    assert [h.id for h in reciprocal_rank_fusion([[], hits("x")])] == ["x"]
+    assert [h.id for h in reciprocal_rank_fusion([hits("a", "b", "c")], limit=2)] == ["a", "b"]
+
+
+def test_rrf_refuses_a_negative_constant():
+    with pytest.raises(ValueError, match="RRF constant"):
+        reciprocal_rank_fusion([hits("a")], k=-1)
+
+
+def test_fuse_queries_runs_each_query_and_fuses():
+    asked = []
+
+    def search(query, *, k):
+        asked.append((query, k))
+        return hits(*query.split())
+
+    fused = fuse_queries(search, ["a b", "b c"], k=2, depth=7)
+    assert asked == [("a b", 7), ("b c", 7)]
+    assert [h.id for h in fused] == ["b", "a"]
+
+
+def test_fuse_queries_needs_a_query():
+    with pytest.raises(ValueError, match="no queries"):
+        fuse_queries(lambda q, k: [], [])
