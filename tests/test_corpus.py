@@ -169,3 +169,54 @@ def test_relevant_given_as_a_string_is_refused_not_split_into_letters(tmp_path):
                        name="questions.jsonl")
     with pytest.raises(CorpusError, match="relevant must be a list"):
         load_questions(path)
+
+
+# The multi-hop knowledge base and its questions (data/README.md, lessons 06 and 07).
+
+MULTIHOP_KB = DATA_DIR / "multihop_kb.jsonl"
+MULTIHOP_QUESTIONS = DATA_DIR / "multihop_questions.jsonl"
+
+
+@pytest.fixture(scope="module")
+def multihop_docs():
+    return load_docs(MULTIHOP_KB)
+
+
+@pytest.fixture(scope="module")
+def multihop_questions():
+    return load_questions(MULTIHOP_QUESTIONS)
+
+
+def test_multihop_kb_loads_in_english_and_russian(multihop_docs):
+    assert {d.lang for d in multihop_docs} == {"en", "ru"}
+    for doc in multihop_docs:
+        assert doc.id.startswith(f"kb-{doc.lang}-") and doc.source == f"kb/{doc.lang}", doc.id
+        assert doc.title.strip() and doc.topic and len(doc.text) <= 600, doc.id
+
+
+def test_multihop_has_enough_questions_with_unique_ids(multihop_questions):
+    assert len(multihop_questions) >= 30
+    assert len({q.id for q in multihop_questions}) == len(multihop_questions)
+
+
+def test_every_multihop_gold_id_exists_and_hops_match(multihop_docs, multihop_questions):
+    ids = {d.id for d in multihop_docs}
+    for question in multihop_questions:
+        assert set(question.relevant) <= ids, question.id
+        assert len(set(question.relevant)) == len(question.relevant), question.id
+        assert question.extra["hops"] == len(question.relevant) in (2, 3), question.id
+        assert len(question.extra["decomposition"]) == question.extra["hops"], question.id
+
+
+def test_multihop_answers_are_grounded(multihop_docs, multihop_questions):
+    texts = {d.id: d.text.casefold() for d in multihop_docs}
+    for question in multihop_questions:
+        assert question.style in {"bridge", "comparison", "yes-no"}, question.id
+        if question.style == "bridge":
+            assert question.answer.casefold() in texts[question.relevant[-1]], question.id
+        elif question.style == "yes-no":
+            assert question.answer in {"yes", "no"}, question.id
+
+
+def test_some_multihop_questions_need_a_russian_passage(multihop_questions):
+    assert sum(any(r.startswith("kb-ru-") for r in q.relevant) for q in multihop_questions) >= 8
