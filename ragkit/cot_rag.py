@@ -1,0 +1,297 @@
+"""CoT-RAG: split a question into reasoning steps, retrieve for each step, write a finding per step,
+then synthesise an answer that cites the steps ([S1], [S2]) and says what was not found.
+
+Every LLM call is few-shot and, where the backend allows it, constrained. `constrain` picks how the
+decomposition is constrained: 'auto' (a GBNF numbered-list grammar for llama.cpp, a JSON schema
+elsewhere), 'grammar', 'json' or 'none'. Every reply is read by a parser that never raises, and
+anything that went wrong ends up in `CoTResult.warnings`. `carry_findings=True` appends the previous
+step's finding to the next sub-query (a cheap help for bridge questions: "when was *it* founded?").
+Taught in lessons/06_cot_rag.ipynb.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from dataclasses import dataclass
+
+from ragkit import models
+from ragkit.corpus import Hit, check_query
+from ragkit.llm import ChatModel
+from ragkit.reasoning import (Meter, Search, check_max_steps, clean_item, copy_warnings, drop_repeats,
+                              excerpts_text, html_table, json_items, length_warning, list_grammar, marked_lines,
+                              pick_constraint, safe_search, shorten, step_key, unique_ids)
+
+NOT_FOUND = "not found in context"
+NO_CONTEXT_WARNING = "no context was retrieved in any step: the answer may be fabricated"
+NOTHING_FOUND_WARNING = "no step found its answer in the retrieved context: the answer may be fabricated"
+FALLBACK_WARNING = "no steps could be read from the model's reply; used the question itself as the only step"
+
+# Few-shot examples about animals: a domain far from the course data, so a copied entity is visible.
+DECOMPOSE_EXAMPLES = (
+    ("Does the animal that eats eucalyptus leaves live on the same continent as the kiwi bird?",
+     ("Which animal eats eucalyptus leaves?", "On which continent does the koala live?",
+      "On which continent does the kiwi bird live?")),
+    ("How many legs does the insect that makes honey have?",
+     ("Which insect makes honey?", "How many legs does a honey bee have?")),
+)
+DECOMPOSE_SYSTEM = ("Split the question into at most {n} short questions, each answered by looking up one "
+                    "fact. Ask them in order: a later question may use the answer of an earlier one. {form}")
+DECOMPOSE_FORMS = {"list": "Reply with a numbered list only.",
+                   "json": 'Reply with JSON only: {"steps": ["...", "..."]}.'}
+
+FINDING_PROMPT = [
+    {"role": "system", "content": "Answer the question in one short sentence, using only the excerpts. "
+                                  f"If the excerpts do not say, reply exactly: {NOT_FOUND}"},
+    {"role": "user", "content": "Excerpts:\n[1] Koala: The koala is a tree-dwelling marsupial of eastern "
+                                "Australia. It feeds almost only on eucalyptus leaves.\n[2] Sloth: Sloths "
+                                "hang from trees in the rainforests of South America.\n\n"
+                                "Question: Which animal eats eucalyptus leaves?"},
+    {"role": "assistant", "content": "The koala eats eucalyptus leaves."},
+    {"role": "user", "content": "Excerpts:\n[1] Kiwi: The kiwi is a flightless bird of New Zealand that "
+                                "feeds at night.\n\nQuestion: How long does a kiwi bird live?"},
+    {"role": "assistant", "content": NOT_FOUND},
+]
+
+SYNTHESIS_PROMPT = [
+    {"role": "system", "content": "Answer the question from the findings of the steps. Cite the step behind "
+                                  "each claim as [S1], [S2]. If a step's finding is "
+                                  f"'{NOT_FOUND}', say that this part is unknown. Reply in one or two sentences."},
+    {"role": "user", "content": "Question: Does the animal that eats eucalyptus leaves live on the same "
+                                "continent as the kiwi bird?\n"
+                                "S1. Which animal eats eucalyptus leaves? -> The koala eats eucalyptus leaves.\n"
+                                "S2. On which continent does the koala live? -> The koala lives in Australia.\n"
+                                f"S3. On which continent does the kiwi bird live? -> {NOT_FOUND}"},
+    {"role": "assistant", "content": "The koala eats eucalyptus leaves [S1] and lives in Australia [S2]. Where "
+                                     "the kiwi bird lives was not found [S3], so the answer is unknown."},
+    {"role": "user", "content": "Question: How many legs does the insect that makes honey have?\n"
+                                "S1. Which insect makes honey? -> The honey bee makes honey.\n"
+                                "S2. How many legs does a honey bee have? -> A honey bee has six legs."},
+    {"role": "assistant", "content": "The honey bee makes honey [S1] and has six legs [S2], so the answer "
+                                     "is six."},
+]
+
+_CITATION = re.compile(r"\[([^\]]*)\]")
+_STEP_REF = re.compile(r"S\s*(\d+)", re.I)
+
+
+@dataclass(frozen=True)
+class CoTStep:
+    """One reasoning step: what it asks, what it retrieved, and what the model found there."""
+
+    number: int
+    thought: str
+    sub_query: str
+    excerpts: tuple[Hit, ...]
+    sources: tuple[str, ...]
+    finding: str
+    found: bool
+    latency: float
+
+
+@dataclass(frozen=True)
+class CoTResult:
+    """A CoT-RAG run: the steps with their evidence, the cited answer, its cost and what went wrong."""
+
+    question: str
+    answer: str
+    steps: tuple[CoTStep, ...]
+    sources: tuple[str, ...]
+    total_chunks: int
+    tokens: int
+    latency: float
+    model: str
+    warnings: tuple[str, ...] = ()
+    plan: str = ""
+
+    @property
+    def gaps(self) -> tuple[int, ...]:
+        """Numbers of the steps whose finding is 'not found in context'."""
+        return tuple(step.number for step in self.steps if not step.found)
+
+    def cited_steps(self) -> tuple[int, ...]:
+        """Step numbers the answer cites ([S1], [S2, S3]), in order of first citation."""
+        return cited_steps(self.answer)
+
+    def trace_markdown(self) -> str:
+        """The whole run as markdown: steps, excerpts, findings, answer, cost and warnings."""
+        lines = [f"**Question:** {self.question}", ""]
+        for step in self.steps:
+            lines += [f"**S{step.number}. {step.thought}**", f"- sub-query: `{shorten(step.sub_query, 200)}`"]
+            lines += [f"- retrieved: {', '.join(f'`{h.id}` ({h.score:.3g})' for h in step.excerpts) or 'nothing'}"]
+            lines += [f"  > [{h.id}] {shorten(h.doc.text, 160)}" for h in step.excerpts]
+            mark = "" if step.found else " ⚠ gap"
+            lines += [f"- finding{mark}: {step.finding} ({step.latency:.2f} s)", ""]
+        cited = ", ".join(f"S{n}" for n in self.cited_steps()) or "none"
+        gaps = ", ".join(f"S{n}" for n in self.gaps) or "none"
+        lines += [f"**Answer:** {self.answer or '(empty)'}", "",
+                  f"cited steps: {cited} · gaps: {gaps} · sources: {', '.join(self.sources) or 'none'}",
+                  f"{len(self.steps)} steps · {self.total_chunks} chunks · {self.tokens} tokens · "
+                  f"{self.latency:.2f} s · model {self.model}"]
+        if self.warnings:
+            lines += ["", "**Warnings:**", *[f"- {w}" for w in self.warnings]]
+        return "\n".join(lines)
+
+    def trace_html(self) -> str:
+        """A compact HTML table, one row per step (gaps shaded), for IPython.display.HTML."""
+        rows = [(f"S{s.number}", shorten(s.sub_query, 80), ", ".join(s.sources) or "—",
+                 shorten(s.finding, 120), f"{s.latency:.2f}") for s in self.steps]
+        shades = ["" if s.found else "background:#fde2e2" for s in self.steps]
+        caption = f"{self.question} → {shorten(self.answer, 160) or '(empty)'}"
+        table = html_table(("step", "sub-query", "sources", "finding", "s"), rows, caption=caption,
+                           row_styles=shades)
+        notes = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+        return table + (f"<ul style='color:#a33'>{notes}</ul>" if notes else "")
+
+
+def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, max_steps: int = 4, k: int = 3,
+            constrain: str = "auto", carry_findings: bool = False, max_tokens: int = 120,
+            max_chars: int = 500) -> CoTResult:
+    """Decompose, retrieve top-k per step, write a finding per step, answer citing [S1].
+
+    Taught in lessons/06_cot_rag.ipynb.
+    """
+    check_query(question)
+    check_max_steps(max_steps)
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    started, meter = time.perf_counter(), Meter(chat or models.chat_model())
+    thoughts, plan, warnings = decompose(question, meter, max_steps=max_steps, constrain=constrain,
+                                         max_tokens=max_tokens)
+    steps: list[CoTStep] = []
+    for number, thought in enumerate(thoughts, start=1):
+        carried = steps[-1].finding if carry_findings and steps and steps[-1].found else ""
+        step, notes = run_step(number, thought, f"{thought} {carried}".strip(), search, meter, k=k,
+                               max_chars=max_chars)
+        steps.append(step)
+        warnings += [f"step {number}: {note}" for note in notes]
+    answer, notes = synthesize(question, steps, meter, max_tokens=max_tokens)
+    warnings += notes
+    return CoTResult(question, answer, tuple(steps), unique_ids([s.excerpts for s in steps]),
+                     sum(len(s.excerpts) for s in steps), meter.tokens, time.perf_counter() - started,
+                     meter.model, tuple(warnings), plan)
+
+
+def decompose_prompt(question: str, *, max_steps: int, form: str = "list") -> list[dict]:
+    """The few-shot decomposition prompt, examples in the reply form asked ('list' or 'json')."""
+    messages = [{"role": "system", "content": DECOMPOSE_SYSTEM.format(n=max_steps, form=DECOMPOSE_FORMS[form])}]
+    for example, steps in DECOMPOSE_EXAMPLES:
+        if len(steps) <= max_steps:
+            reply = (json.dumps({"steps": list(steps)}) if form == "json"
+                     else "".join(f"{i}. {s}\n" for i, s in enumerate(steps, start=1)))
+            messages += [{"role": "user", "content": example}, {"role": "assistant", "content": reply}]
+    return messages + [{"role": "user", "content": question}]
+
+
+def steps_schema(max_steps: int) -> dict:
+    """JSON schema for {"steps": [1..max_steps short strings]}."""
+    item = {"type": "string", "minLength": 3, "maxLength": 150}
+    steps = {"type": "array", "items": item, "minItems": 1, "maxItems": max_steps}
+    return {"type": "object", "properties": {"steps": steps}, "required": ["steps"]}
+
+
+def decompose(question: str, meter: Meter, *, max_steps: int, constrain: str = "auto",
+              max_tokens: int = 120) -> tuple[list[str], str, list[str]]:
+    """Reasoning steps for the question, the raw reply and warnings; the question itself if none parse."""
+    mode = pick_constraint(meter.inner, constrain)
+    options = {"grammar": list_grammar(max_steps)} if mode == "grammar" else (
+        {"json_schema": steps_schema(max_steps)} if mode == "json" else {})
+    prompt = decompose_prompt(question, max_steps=max_steps, form="json" if mode == "json" else "list")
+    reply = meter.chat(prompt, max_tokens=max_tokens, **options)
+    warnings = length_warning(reply, "decomposing the question")
+    steps, notes = parse_steps(reply.text, max_steps=max_steps)
+    warnings += notes
+    if not steps:
+        return [question], reply.text, warnings + [FALLBACK_WARNING]
+    examples = [text for question_, steps_ in DECOMPOSE_EXAMPLES for text in (question_, *steps_)]
+    return steps, reply.text, warnings + copy_warnings(question, steps, examples)
+
+
+def parse_steps(text: str, *, max_steps: int) -> tuple[list[str], list[str]]:
+    """Steps from JSON, a numbered or bulleted list, broken JSON or bare question lines; never raises."""
+    warnings: list[str] = []
+    items = json_items(text)
+    if items is None:
+        items = marked_lines(text)
+    if not items and '"' in (text or ""):
+        items = [clean_item(s) for s in re.findall(r'"((?:[^"\\\n]|\\.){3,})"', text) if s != "steps"]
+        if items:
+            warnings.append("the reply was broken JSON; read the quoted strings in it as steps")
+    if not items:
+        items = [clean_item(line) for line in (text or "").splitlines() if line.strip().endswith("?")]
+        if items:
+            warnings.append("the reply had no numbered list; read each question line in it as a step")
+    steps, notes = drop_repeats(items)
+    if len(steps) > max_steps:
+        notes.append(f"kept the first {max_steps} of {len(steps)} steps")
+    return steps[:max_steps], warnings + notes
+
+
+def run_step(number: int, thought: str, sub_query: str, search: Search, meter: Meter, *, k: int,
+             max_chars: int = 500) -> tuple[CoTStep, list[str]]:
+    """Retrieve for one step and ask for its finding; no hits means 'not found' without a model call."""
+    started = time.perf_counter()
+    hits, note = safe_search(search, sub_query, k=k)
+    notes = [note] if note else []
+    if hits:
+        finding, more = find(thought, hits, meter, max_chars=max_chars)
+        notes += more
+    else:
+        finding = NOT_FOUND
+    step = CoTStep(number, thought, sub_query, tuple(hits), tuple(h.id for h in hits), finding,
+                   not is_not_found(finding), time.perf_counter() - started)
+    return step, notes
+
+
+def find(thought: str, hits: list[Hit], meter: Meter, *, max_chars: int = 500) -> tuple[str, list[str]]:
+    """The model's one-sentence finding for a step from its excerpts, or NOT_FOUND."""
+    prompt = FINDING_PROMPT + [{"role": "user", "content": f"Excerpts:\n{excerpts_text(hits, max_chars=max_chars)}"
+                                                           f"\n\nQuestion: {thought}"}]
+    reply = meter.chat(prompt, max_tokens=60, stop=["\n"])
+    finding = clean_item(reply.text)
+    notes = length_warning(reply, "writing the finding")
+    if not finding:
+        return NOT_FOUND, notes + [f"the model gave an empty finding; counted as '{NOT_FOUND}'"]
+    return finding, notes
+
+
+def is_not_found(text: str) -> bool:
+    """True for an empty finding or one that says 'not found in context' (any case, any punctuation)."""
+    key = step_key(text)
+    return not key or step_key(NOT_FOUND) in key or key == "not found"
+
+
+def synthesis_prompt(question: str, steps: list[CoTStep]) -> list[dict]:
+    """The few-shot synthesis prompt with the steps' findings as 'S1. thought -> finding' lines."""
+    lines = [f"S{s.number}. {s.thought} -> {s.finding if s.found else NOT_FOUND}" for s in steps]
+    return SYNTHESIS_PROMPT + [{"role": "user", "content": f"Question: {question}\n" + "\n".join(lines)}]
+
+
+def synthesize(question: str, steps: list[CoTStep], meter: Meter, *,
+               max_tokens: int = 120) -> tuple[str, list[str]]:
+    """The final cited answer and warnings about its grounding and citations."""
+    reply = meter.chat(synthesis_prompt(question, steps), max_tokens=max_tokens)
+    answer = reply.text.strip()
+    warnings = length_warning(reply, "writing the answer")
+    if not any(s.excerpts for s in steps):
+        warnings.append(NO_CONTEXT_WARNING)
+    elif not any(s.found for s in steps):
+        warnings.append(NOTHING_FOUND_WARNING)
+    if not answer:
+        return answer, warnings + ["the model gave an empty answer"]
+    cited = cited_steps(answer)
+    missing = [n for n in cited if not 1 <= n <= len(steps)]
+    if missing:
+        warnings.append(f"the answer cites {', '.join(f'[S{n}]' for n in missing)}, which "
+                        f"{'is not a step' if len(missing) == 1 else 'are not steps'}")
+    if not cited:
+        warnings.append("the answer cites no step: its claims cannot be traced to the findings")
+    return answer, warnings
+
+
+def cited_steps(answer: str) -> tuple[int, ...]:
+    """Step numbers cited in a text as [S1], [S2, S3] or [S1][S2], in order of first citation."""
+    numbers = (int(n) for group in _CITATION.findall(answer or "") for n in _STEP_REF.findall(group))
+    return tuple(dict.fromkeys(numbers))

@@ -1,0 +1,192 @@
+"""Shared parts of the reasoning pipelines: reading steps from a reply, metering chat calls, retrieval
+that never crashes on a junk query, and the markdown/HTML pieces of a trace.
+
+Taught in lessons/06_cot_rag.ipynb and lessons/07_rethinking_with_retrieval.ipynb.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Callable, Sequence
+
+from ragkit.corpus import Hit, passage_text
+from ragkit.errors import EmptyQueryError
+from ragkit.llm import ChatModel, ChatReply, LlamaCppChat
+from ragkit.text import ENGLISH_STOPWORDS
+
+Search = Callable[..., list[Hit]]  # called as search(query, k=...), like BM25Index.search
+CONSTRAINTS = ("auto", "grammar", "json", "none")
+MAX_REPEAT_WARNINGS = 3  # a looping reply repeats a line dozens of times: name a few, count the rest
+
+# "Step 2:", "2.", "2)", "(2)", "S2:", "- ", "* ", "• " at the start of a line
+_MARKER = re.compile(r"^\s*(?:(?:step|s)\s*\d+\s*[:.)\-]|\(?\d+\s*[.):]|[-*•·])\s*", re.I)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+
+class Meter:
+    """A chat model that adds up the tokens, calls and seconds of every call made through it."""
+
+    def __init__(self, inner: ChatModel):
+        self.inner, self.name, self.model = inner, inner.name, inner.name
+        self.tokens, self.calls, self.seconds = 0, 0, 0.0
+
+    def chat(self, messages, **options) -> ChatReply:
+        """One chat call to the wrapped model, counted."""
+        reply = self.inner.chat(messages, **options)
+        self.tokens += reply.prompt_tokens + reply.completion_tokens
+        self.calls += 1
+        self.seconds += reply.seconds
+        self.model = reply.model or self.model
+        return reply
+
+
+def pick_constraint(chat: ChatModel, constrain: str, *, otherwise: str = "json") -> str:
+    """'auto' becomes 'grammar' for a llama.cpp model (GBNF works there) and `otherwise` for the rest."""
+    if constrain not in CONSTRAINTS:
+        raise ValueError(f"constrain must be one of {', '.join(CONSTRAINTS)}, got {constrain!r}")
+    if constrain != "auto":
+        return constrain
+    return "grammar" if isinstance(chat, LlamaCppChat) else otherwise
+
+
+def check_max_steps(max_steps: int) -> int:
+    """Refuse max_steps below 1."""
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be an integer of at least 1, got {max_steps!r}")
+    return max_steps
+
+
+def json_items(text: str, key: str = "steps") -> list[str] | None:
+    """The strings of a JSON list (or of the `key` list of a JSON object) in the text; None if none."""
+    for candidate in (text, *re.findall(r"\{.*\}|\[.*\]", text or "", flags=re.S)):
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, TypeError):
+            continue
+        if isinstance(value, dict):
+            value = value.get(key, next((v for v in value.values() if isinstance(v, list)), None))
+        if isinstance(value, list):
+            return [clean_item(str(v)) for v in value if isinstance(v, (str, int, float))]
+    return None
+
+
+def marked_lines(text: str) -> list[str]:
+    """The content of the lines that start with a number, 'Step N:' or a bullet (other lines ignored)."""
+    return [clean_item(_MARKER.sub("", line, count=1)) for line in (text or "").splitlines()
+            if _MARKER.match(line)]
+
+
+def clean_item(text: str) -> str:
+    """One step's text without surrounding quotes and spaces; '' if it holds no word at all."""
+    text = text.strip().strip("\"'“”`").strip()
+    return text if _WORD.search(text) else ""
+
+
+def step_key(text: str) -> str:
+    """What two steps must share to count as the same step: their words, case-folded."""
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def drop_repeats(items: Sequence[str], *, label: str = "step") -> tuple[list[str], list[str]]:
+    """Items without empty ones and repeats (same words, any case), with a warning per repeat."""
+    first: dict[str, int] = {}
+    kept, warnings, repeats = [], [], 0
+    for number, item in enumerate(items, start=1):
+        key = step_key(item)
+        if not key:
+            continue
+        if key in first:
+            repeats += 1
+            if repeats <= MAX_REPEAT_WARNINGS:
+                warnings.append(f"{label} {number} repeated {label} {first[key]}; dropped it")
+            continue
+        first[key] = number
+        kept.append(item.strip())
+    if repeats > MAX_REPEAT_WARNINGS:
+        warnings.append(f"... and {repeats - MAX_REPEAT_WARNINGS} more repeated {label}s dropped")
+    return kept, warnings
+
+
+def copy_warnings(question: str, steps: Sequence[str], examples: Sequence[str]) -> list[str]:
+    """Warnings for steps that copy a few-shot example's text, or (among several) repeat the question."""
+    copied = {step_key(text) for text in examples}
+    warnings = []
+    for number, step in enumerate(steps, start=1):
+        if step_key(step) in copied:
+            warnings.append(f"step {number} copies the prompt's example ({step!r}), not the question")
+        elif step_key(step) == step_key(question) and len(steps) > 1:
+            warnings.append(f"step {number} repeats the question verbatim")
+    return warnings
+
+
+def length_warning(reply: ChatReply, doing: str) -> list[str]:
+    """A warning if the reply stopped at the token limit (a loop, or a budget too small)."""
+    if reply.finish_reason == "length":
+        return [f"the model hit the token limit while {doing}: its reply was cut off"]
+    return []
+
+
+def keyword_query(text: str) -> str:
+    """A search query without an LLM: the text's words minus English stop words ('' if none are left)."""
+    return " ".join(w for w in _WORD.findall(text) if w.casefold() not in ENGLISH_STOPWORDS)
+
+
+def safe_search(search: Search, query: str, *, k: int) -> tuple[list[Hit], str]:
+    """The top-k hits for a query, and a warning instead of a crash for an empty or junk query."""
+    if not query or not query.strip():
+        return [], "the search query was empty; skipped retrieval"
+    try:
+        hits = list(search(query, k=k))[:k]
+    except EmptyQueryError as err:
+        return [], f"skipped retrieval for the query {query!r}: {err}"
+    return hits, "" if hits else f"the retriever returned nothing for {query!r}"
+
+
+def unique_ids(hit_lists: Sequence[Sequence[Hit]]) -> tuple[str, ...]:
+    """Every hit's doc id once, in order of first appearance."""
+    return tuple(dict.fromkeys(hit.id for hits in hit_lists for hit in hits))
+
+
+def shorten(text: str, limit: int) -> str:
+    """The text on one line, cut to at most `limit` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def excerpts_text(hits: Sequence[Hit], *, max_chars: int = 500) -> str:
+    """Hits as numbered excerpts for a prompt: '[1] title: text'."""
+    return "\n".join(f"[{i}] {shorten(passage_text(hit.doc).replace(chr(10), ': ', 1), max_chars)}"
+                     for i, hit in enumerate(hits, start=1))
+
+
+def md_cell(text: str, limit: int = 200) -> str:
+    """Text made safe for one markdown table cell."""
+    return shorten(str(text), limit).replace("|", "\\|") or "—"
+
+
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str = "",
+               row_styles: Sequence[str] = ()) -> str:
+    """A small self-contained HTML table (cells escaped), for IPython.display.HTML."""
+    style = "border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top"
+    head = "".join(f'<th style="{style}">{html.escape(h)}</th>' for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        extra = row_styles[i] if i < len(row_styles) else ""
+        cells = "".join(f'<td style="{style}">{html.escape(str(c))}</td>' for c in row)
+        body.append(f'<tr style="{extra}">{cells}</tr>')
+    cap = f"<caption style='text-align:left'>{html.escape(caption)}</caption>" if caption else ""
+    return (f'<table style="border-collapse:collapse;font-size:90%">{cap}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def list_grammar(max_items: int, *, prefix: str = "{n}. ", tail: str = "", max_chars: int = 150) -> str:
+    """GBNF for 1..max_items lines numbered in order ('1. …', '2. …'), then an optional tail rule."""
+    items = ""
+    for n in range(max_items, 0, -1):
+        line = f'"{prefix.format(n=n)}" line'
+        items = f"{line} ({items})?" if items else line
+    root = f"root ::= {items}" + (" tail" if tail else "")
+    rules = [root, f'line ::= [^\\n]{{3,{max_chars}}} "\\n"']
+    return "\n".join(rules + ([f"tail ::= {tail}"] if tail else [])) + "\n"

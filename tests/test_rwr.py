@@ -1,0 +1,396 @@
+import json
+
+import numpy as np
+import pytest
+
+from ragkit.corpus import Doc, Hit
+from ragkit.errors import EmptyQueryError
+from ragkit.lexical import BM25Index
+from ragkit.llm import ChatReply
+from ragkit.rwr import (VERDICTS, EmbeddingScorer, LLMScorer, ReasoningPath, RwRResult, answer_key, cot_grammar,
+                        cot_prompt, evidence_scorer, parse_cot, parse_verdict, rwr, rwr_vote, self_consistency,
+                        tally, verdict_schema, weighted_vote)
+from ragkit.text import search_tokenize
+from tests.fakes import HashingEmbedder, ScriptedChat
+
+DOCS = [Doc("spire", "The cathedral spire is 123 metres tall.", title="Cathedral"),
+        Doc("fort", "The fortress was founded in 1703 on a small island.", title="Fortress"),
+        Doc("bridge", "The palace bridge opens at night for ships.", title="Bridge")]
+COT = "Step 1: The fortress was founded in 1703.\nStep 2: The fortress is on an island.\nSo the answer is 1703."
+
+
+def verdict(name, correction=""):
+    return json.dumps({"verdict": name, "corrected_step": correction})
+
+
+def fixed_search(*ids):
+    """A retriever that returns the given docs for any query, and records the queries."""
+    by_id = {doc.id: doc for doc in DOCS}
+
+    def search(query, *, k):
+        search.queries.append(query)
+        return [Hit(by_id[i], 1.0) for i in ids][:k]
+
+    search.queries = []
+    return search
+
+
+def run(*replies, search=None, **options):
+    chat = ScriptedChat(*replies)
+    return rwr("When was the fortress founded?", search or fixed_search("fort"), chat=chat, **options), chat
+
+
+class RepliesChat:
+    """A chat model that returns the given ChatReply objects (or texts) in turn."""
+
+    name = "replies"
+
+    def __init__(self, *replies):
+        self.replies = [r if isinstance(r, ChatReply) else ChatReply(r, self.name) for r in replies]
+        self.calls = []
+
+    def chat(self, messages, **options):
+        self.calls.append((messages, options))
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+
+class SeededChat(ScriptedChat):
+    """A scripted model with a seed attribute, like LlamaCppChat: records the seed of each call."""
+
+    seed = 42
+
+    def chat(self, messages, **options):
+        self.seeds = getattr(self, "seeds", []) + [self.seed]
+        return super().chat(messages, **options)
+
+
+class TableScorer:
+    """Scores a step by a fixed table (0 for unknown steps)."""
+
+    name = "table"
+
+    def __init__(self, table):
+        self.table = table
+
+    def score(self, text, docs):
+        return np.full(len(docs), self.table.get(text, 0.0))
+
+
+# --- one chain of thought, checked step by step ----------------------------------------------------
+
+def test_rwr_checks_each_step_and_answers_from_the_revised_steps():
+    result, chat = run(COT, verdict("confirmed"), verdict("corrected", "The fortress is on a small island."),
+                       "So the answer is 1703.", k=2)
+    assert [s.original for s in result.steps] == ["The fortress was founded in 1703.", "The fortress is on an island."]
+    assert [s.verdict for s in result.steps] == ["confirmed", "corrected"]
+    assert result.steps[1].text == "The fortress is on a small island."
+    assert result.corrected == 1 and result.total_steps == 2
+    assert result.cot_answer == "1703" and result.answer == "1703"
+    assert result.sources == ("fort",) and result.warnings == ()
+    assert chat.calls[1][1]["json_schema"] == verdict_schema()
+    assert "Verified so far:\n1. The fortress was founded in 1703.\n" in chat.calls[2][0][-1]["content"]
+    assert "2. The fortress is on a small island." in chat.calls[3][0][-1]["content"]
+    assert result.tokens == sum(len(str(c).split()) for c in [COT, verdict("confirmed"),
+                                verdict("corrected", "The fortress is on a small island."), "So the answer is 1703."])
+
+
+def test_every_verdict_is_in_the_allowed_set():
+    result, _ = run(COT, verdict("confirmed"), verdict("unverified"), "So the answer is 1703.")
+    assert {s.verdict for s in result.steps} <= set(VERDICTS)
+
+
+@pytest.mark.parametrize("mode, first_query", [("keywords", "fortress founded 1703"),
+                                               ("step", "The fortress was founded in 1703.")])
+def test_queries_without_an_llm(mode, first_query):
+    search = fixed_search("fort")
+    _, chat = run(COT, verdict("confirmed"), search=search, query=mode)
+    assert search.queries[0] == first_query
+    assert len(chat.calls) == 4  # chain, two verdicts, answer: no query calls
+
+
+def test_queries_written_by_the_llm_and_an_empty_one_falls_back_visibly():
+    search = fixed_search("fort")
+    result, chat = run(COT, "fortress founding year", verdict("confirmed"), "  ", verdict("confirmed"),
+                       "So the answer is 1703.", search=search, query="llm")
+    assert search.queries == ["fortress founding year", "fortress island"]
+    assert "step 2: the model wrote an empty search query; used the step's keywords" in result.warnings
+    assert chat.calls[1][1]["stop"] == ["\n"]
+
+
+def test_grammar_is_used_when_asked_for_and_looks_right():
+    _, chat = run(COT, verdict("confirmed"), constrain="grammar", max_steps=2)
+    assert chat.calls[0][1]["grammar"] == cot_grammar(2)
+    assert cot_grammar(2).splitlines()[0] == 'root ::= "Step 1: " line ("Step 2: " line)? tail'
+    assert chat.calls[-1][1]["grammar"].startswith('root ::= "So the answer is "')
+    _, chat = run(COT, verdict("confirmed"))  # auto: a model without grammars gets plain text
+    assert "grammar" not in chat.calls[0][1]
+    with pytest.raises(ValueError, match="plain text"):
+        run(COT, constrain="json")
+
+
+def test_examples_longer_than_max_steps_are_left_out_of_the_prompt():
+    assert len(cot_prompt("q", max_steps=3)) == 6 and len(cot_prompt("q", max_steps=2)) == 4
+    assert "at most 2 steps" in cot_prompt("q", max_steps=2)[0]["content"]
+
+
+def test_trace_markdown_and_html_show_steps_verdicts_and_answers():
+    result, _ = run(COT, verdict("confirmed"), verdict("corrected", "It is on a <small> island."),
+                    "So the answer is 1703.")
+    text = result.trace_markdown()
+    for part in ("**Step 1** — ✔ confirmed: The fortress was founded in 1703.",
+                 "- corrected to: It is on a <small>",
+                 "`fort`", "**Chain-of-thought answer:** 1703", "corrected 1 of 2 steps"):
+        assert part in text
+    page = result.trace_html()
+    assert page.count("<tr") == 3 and "&lt;small&gt;" in page and "background:#fff3cd" in page
+
+
+# --- bad LLM output: visible, never a crash, never a silent substitution -------------------------------
+
+def test_a_reply_without_step_lines_is_read_sentence_by_sentence_and_says_so():
+    result, chat = run("I think it is 1703.", verdict("unverified"), "So the answer is 1703.")
+    assert [s.original for s in result.steps] == ["I think it is 1703."]
+    assert result.cot_answer == "" and result.answer == "1703"
+    assert result.warnings[:2] == ("no 'So the answer is …' line in the reply: no answer was read",
+                                   "no 'Step N:' lines in the reply; read its sentences as steps")
+    assert isinstance(result, RwRResult) and len(chat.calls) == 3
+
+
+def test_an_empty_reply_gives_no_steps_and_two_warnings():
+    result, _ = run("")
+    assert result.steps == () and result.total_steps == 0 and result.corrected == 0
+    assert result.warnings == ("no 'So the answer is …' line in the reply: no answer was read",
+                               "no reasoning steps could be read from the reply: nothing was verified, and the "
+                               "answer is the unverified chain-of-thought answer")
+
+
+def test_an_answer_without_steps_is_kept_as_the_unverified_answer():
+    result, _ = run("So the answer is 1703.")
+    assert result.steps == () and result.answer == "1703"
+    assert result.warnings[-1].startswith("no reasoning steps could be read")
+
+
+def test_the_same_step_repeated_is_dropped_with_a_warning():
+    text = "Step 1: It was founded in 1703.\nStep 2: It was founded in 1703.\nSo the answer is 1703."
+    result, _ = run(text, verdict("confirmed"), "So the answer is 1703.")
+    assert result.total_steps == 1 and "step 2 repeated step 1; dropped it" in result.warnings
+
+
+def test_a_reply_looping_to_the_token_limit_is_cut_and_said():
+    loop = "Step 1: The fortress is old.\n" + "Step 2: The fortress is old.\n" * 30 + "Step 3: The for"
+    chat = RepliesChat(ChatReply(loop, "m", 20, 160, finish_reason="length"), verdict("confirmed"),
+                       "So the answer is 1703.")
+    result = rwr("When was the fortress founded?", fixed_search("fort"), chat=chat)
+    assert [s.original for s in result.steps] == ["The fortress is old.", "The for"]
+    assert result.warnings[0] == ("the model hit the token limit while writing the chain of thought: "
+                                  "its reply was cut off")
+    assert "no 'So the answer is …' line in the reply: no answer was read" in result.warnings
+    assert "... and 27 more repeated steps dropped" in result.warnings
+    assert result.cot_answer == "" and result.answer == "1703"
+
+
+def test_an_unknown_verdict_becomes_unverified_with_a_warning():
+    result, _ = run(COT, verdict("probably"), verdict("confirmed"), "So the answer is 1703.")
+    assert result.steps[0].verdict == "unverified"
+    assert "step 1: unknown verdict 'probably'; marked unverified" in result.warnings
+
+
+def test_a_correction_that_is_empty_keeps_the_original_step_marked_unverified():
+    result, _ = run(COT, verdict("corrected", "  "), verdict("confirmed"), "So the answer is 1703.")
+    step = result.steps[0]
+    assert step.verdict == "unverified" and step.text == step.original == "The fortress was founded in 1703."
+    assert result.corrected == 0
+    assert ("step 1: the model said 'corrected' but gave no correction; kept the original step, marked unverified"
+            in result.warnings)
+
+
+def test_a_correction_that_repeats_the_step_is_not_counted_as_a_correction():
+    result, _ = run(COT, verdict("corrected", "the fortress was founded in 1703"), verdict("confirmed"), "1703")
+    assert result.steps[0].verdict == "unverified"
+    assert "step 1: the model's correction repeats the step; kept it, marked unverified" in result.warnings
+
+
+def test_a_retriever_that_returns_nothing_leaves_steps_unverified_without_asking():
+    result, chat = run(COT, "So the answer is 1703.", search=lambda query, *, k: [])
+    assert [s.verdict for s in result.steps] == ["unverified", "unverified"]
+    assert "step 1: the retriever returned nothing for 'fortress founded 1703'; left unverified" in result.warnings
+    assert result.warnings[-1] == "no step was confirmed or corrected by evidence: the answer rests on unverified steps"
+    assert len(chat.calls) == 2  # the chain and the final answer only
+
+
+def test_a_junk_query_the_retriever_refuses_is_skipped_with_a_warning():
+    text = "Step 1: It is what it is.\nStep 2: The fortress was founded in 1703.\nSo the answer is 1703."
+    bm25 = BM25Index(DOCS, tokenizer=search_tokenize)
+    result, _ = run(text, verdict("confirmed"), "So the answer is 1703.", search=bm25.search, query="step")
+    assert result.steps[0].evidence == () and result.steps[1].sources == ("fort",)
+    assert any(w.startswith("step 1: skipped retrieval for the query 'It is what it is.'") for w in result.warnings)
+    result, _ = run(text, verdict("confirmed"), "So the answer is 1703.", search=bm25.search)  # keywords: none left
+    assert "step 1: the search query was empty; skipped retrieval; left unverified" in result.warnings
+
+
+def test_an_empty_final_answer_keeps_the_cot_answer_and_says_so():
+    result, _ = run(COT, verdict("confirmed"), verdict("confirmed"), "")
+    assert result.answer == "1703"
+    assert "the model gave no final answer; kept the chain-of-thought answer" in result.warnings
+
+
+def test_empty_question_and_bad_options_are_refused():
+    with pytest.raises(EmptyQueryError):
+        rwr("", fixed_search("fort"), chat=ScriptedChat(COT))
+    with pytest.raises(ValueError, match="max_steps"):
+        rwr("q", fixed_search("fort"), chat=ScriptedChat(COT), max_steps=0)
+    with pytest.raises(ValueError, match="query must be"):
+        rwr("q", fixed_search("fort"), chat=ScriptedChat(COT), query="bm25")
+    with pytest.raises(EmptyQueryError):
+        rwr_vote(" ", fixed_search("fort"), chat=ScriptedChat(COT), scorer=TableScorer({}))
+    with pytest.raises(ValueError, match="paths"):
+        rwr_vote("q", fixed_search("fort"), chat=ScriptedChat(COT), scorer=TableScorer({}), paths=0)
+
+
+# --- parsers -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, steps, answer", [
+    (COT, ["The fortress was founded in 1703.", "The fortress is on an island."], "1703"),
+    ("1. A is B.\n2. B is C.\nSo the answer is: C", ["A is B.", "B is C."], "C"),
+    ("Step 1: A is B.\nStep 2: So the answer is yes.", ["A is B."], "yes"),
+    ("Step 1: A is B.\nThe answer is \"Paris\".", ["A is B."], "Paris"),
+    ("A is B. B is C. So the answer is C.", ["A is B.", "B is C."], "C"),
+    ("", [], ""),
+])
+def test_parse_cot_reads_steps_and_strips_the_answer(text, steps, answer):
+    parsed_steps, parsed_answer, _ = parse_cot(text, max_steps=4)
+    assert (parsed_steps, parsed_answer) == (steps, answer)
+
+
+def test_parse_cot_says_when_it_read_sentences_and_when_it_cut():
+    _, _, warnings = parse_cot("A is B. B is C. So the answer is C.", max_steps=4)
+    assert warnings == ["no 'Step N:' lines in the reply; read its sentences as steps"]
+    steps, _, warnings = parse_cot("Step 1: a.\nStep 2: b.\nStep 3: c.\nSo the answer is d.", max_steps=2)
+    assert steps == ["a.", "b."] and warnings == ["kept the first 2 of 3 steps"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    (verdict("confirmed"), ("confirmed", "", [])),
+    (verdict("Corrected", " It is 1704. "), ("corrected", "It is 1704.", [])),
+    ('{"verdict": "true"}', ("unverified", "", ["unknown verdict 'true'; marked unverified"])),
+    ("The step is confirmed.", ("confirmed", "", ["the verdict was not JSON; read the verdict word from the text"])),
+    ("yes", ("unverified", "", ["unknown verdict 'yes'; marked unverified"])),
+    ("", ("unverified", "", ["unknown verdict ''; marked unverified"])),
+])
+def test_parse_verdict(text, expected):
+    assert parse_verdict(text) == expected
+
+
+# --- the vote ------------------------------------------------------------------------------------------
+
+def path_text(fact, answer):
+    return f"Step 1: {fact}\nSo the answer is {answer}."
+
+
+def test_a_well_supported_minority_answer_wins_the_weighted_vote():
+    chat = ScriptedChat(path_text("It was built in 1800.", "1800"), path_text("It was built in 1800.", "1800"),
+                        path_text("It was founded in 1703.", "1703"))
+    scorer = TableScorer({"It was built in 1800.": 0.1, "It was founded in 1703.": 0.9})
+    result = rwr_vote("When was the fortress founded?", fixed_search("fort"), chat=chat, paths=3, scorer=scorer)
+    assert result.answer == "1703" and result.majority_answer == "1800"
+    assert [p.support for p in result.paths] == pytest.approx([0.1, 0.1, 0.9])
+    assert result.votes == (("1703", 0.9, 1), ("1800", 0.2, 2))
+    assert result.scorer == "table" and all(call[1]["temperature"] == 0.7 for call in chat.calls)
+    assert "| 1703 | 0.900 | 1 |" in result.trace_markdown()
+    assert result.trace_html().count("background:#e2f5e2") == 1
+
+
+def test_the_embedding_scorer_needs_no_llm_and_gives_supports_in_0_1():
+    chat = ScriptedChat(path_text("The fortress was founded in 1703.", "1703"),
+                        path_text("Ships sail at noon.", "noon"))
+    result = rwr_vote("When was the fortress founded?", BM25Index(DOCS, tokenizer=search_tokenize).search, chat=chat,
+                      paths=2, scorer="embedding", embedder=HashingEmbedder(), k=2)
+    assert len(chat.calls) == 2  # only the two sampled paths
+    assert all(0.0 <= p.support <= 1.0 for p in result.paths)
+    assert result.paths[0].support > result.paths[1].support and result.answer == "1703"
+    assert result.paths[0].evidence[0][0].id == "fort"
+
+
+def test_a_path_without_evidence_has_zero_support_and_all_zero_falls_back_to_majority():
+    chat = ScriptedChat(path_text("a b.", "x"), path_text("c d.", "y"), path_text("e f.", "y"))
+    result = rwr_vote("q", lambda query, *, k: [], chat=chat, paths=3, scorer=TableScorer({}))
+    assert [p.support for p in result.paths] == [0.0, 0.0, 0.0]
+    assert result.answer == result.majority_answer == "y"
+    assert "no path had any supporting evidence: the weighted vote fell back to the majority answer" in result.warnings
+    assert "path 1 step 1: the retriever returned nothing for 'b'" in result.warnings
+
+
+def test_paths_without_an_answer_are_left_out_of_the_vote():
+    chat = ScriptedChat("Step 1: It was founded in 1703.", path_text("It was founded in 1703.", "1703"))
+    result = rwr_vote("q", fixed_search("fort"), chat=chat, paths=2, scorer=TableScorer({"It was founded in 1703.": 1}))
+    assert result.answer == "1703" and result.votes == (("1703", 1.0, 1),)
+    assert "path 1 gave no answer; left out of the vote" in result.warnings
+
+
+def test_no_answer_anywhere_gives_an_empty_answer_and_says_so():
+    result = rwr_vote("q", fixed_search("fort"), chat=ScriptedChat(""), paths=2, scorer=TableScorer({}))
+    assert result.answer == "" and result.votes == ()
+    assert "no path gave an answer: there is nothing to vote on" in result.warnings
+    assert "no path had readable steps: nothing could be checked against evidence" in result.warnings
+
+
+def test_identical_samples_are_flagged_and_a_seeded_backend_gets_one_seed_per_path():
+    result = self_consistency("q", chat=ScriptedChat(path_text("a b.", "x")), paths=3)
+    assert result.answer == "x" and result.votes == (("x", 3.0, 3),)
+    assert any(w.startswith("all 3 sampled paths are identical") for w in result.warnings)
+    chat = SeededChat(path_text("a b.", "x"), path_text("c d.", "y"), path_text("e f.", "y"))
+    result = self_consistency("q", chat=chat, paths=3, seed=7)
+    assert chat.seeds == [7, 8, 9] and chat.seed == 42  # restored afterwards
+    assert result.answer == result.majority_answer == "y" and result.scorer == "majority (no evidence)"
+
+
+def test_self_consistency_normalises_answers_before_counting():
+    chat = ScriptedChat(path_text("a.", "Yes, it does"), path_text("b.", "yes"), path_text("c.", "No"))
+    result = self_consistency("q", chat=chat, paths=3)
+    assert result.answer == "Yes, it does" and result.votes[0][2] == 2
+
+
+def test_tally_and_weighted_vote_break_ties_by_count_then_order():
+    votes = [("X", 0.5), ("Y", 0.25), ("Y", 0.25)]
+    paths = [ReasoningPath(i, "", (), a, support=s) for i, (a, s) in enumerate(votes, 1)]
+    assert tally(paths, [p.support for p in paths]) == [("Y", 0.5, 2), ("X", 0.5, 1)]
+    assert weighted_vote(paths)[:2] == ("Y", "Y")
+
+
+@pytest.mark.parametrize("answer, key", [("Yes, it does.", "yes"), ("no", "no"), ("The Fortress.", "fortress"),
+                                         ("", ""), ("  ...", "")])
+def test_answer_key(answer, key):
+    assert answer_key(answer) == key
+
+
+def test_evidence_scorer_is_chosen_by_one_argument():
+    embedder = HashingEmbedder()
+    scorer = evidence_scorer("embedding", embedder=embedder)
+    assert isinstance(scorer, EmbeddingScorer)
+    scores = scorer.score("fortress founded 1703", DOCS)
+    assert scores.argmax() == 1 and scores.max() <= 1.0 + 1e-6
+    assert evidence_scorer("cross-encoder", reranker=(ce := TableScorer({}))) is ce
+    llm = evidence_scorer("llm", chat=ScriptedChat('{"score": 7}'))
+    assert isinstance(llm, LLMScorer) and llm.score("x", DOCS[:1]).tolist() == pytest.approx([0.7])
+    assert evidence_scorer(ce) is ce
+    with pytest.raises(ValueError, match="scorer must be one of"):
+        evidence_scorer("nli")
+    with pytest.raises(TypeError, match="score"):
+        evidence_scorer(object())
+
+
+# --- the real model -------------------------------------------------------------------------------------
+
+@pytest.mark.model
+def test_rwr_and_the_vote_with_the_real_model_keep_their_invariants(local_chat):
+    search = BM25Index(DOCS, tokenizer=search_tokenize).search
+    question = "When was the fortress founded?"
+    result = rwr(question, search, chat=local_chat, max_steps=2, k=1, max_tokens=48)
+    assert result.total_steps <= 2
+    assert {s.verdict for s in result.steps} <= set(VERDICTS)
+    assert 0 <= result.corrected <= result.total_steps
+    assert result.tokens > 0 and result.model.endswith(".gguf")
+    vote = rwr_vote(question, search, chat=local_chat, paths=2, max_steps=2, k=1, max_tokens=48,
+                    scorer="embedding", embedder=HashingEmbedder())
+    assert len(vote.paths) == 2 and all(0.0 <= p.support <= 1.0 for p in vote.paths)
+    assert all(len(p.steps) <= 2 for p in vote.paths)
