@@ -92,7 +92,10 @@ class LlamaCppChat:
              stop: Sequence[str] = ()) -> ChatReply:
         """One chat completion; constrained by a GBNF grammar or a JSON schema if given."""
         request = {"messages": as_messages(messages), "max_tokens": max_tokens,
-                   "temperature": temperature, "seed": self.seed, "stop": list(stop)}
+                   "temperature": temperature, "seed": self.seed, "stop": list(stop),
+                   # a reused prompt cache changes the float path, so the same prompt could get another
+                   # reply depending on the call before it; without it, replies depend on the prompt alone
+                   "cache_prompt": False}
         if grammar:
             request["grammar"] = grammar
         if json_schema:

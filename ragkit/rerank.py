@@ -80,6 +80,25 @@ class FlagCrossEncoderReranker:
         return np.atleast_1d(np.asarray(scores, dtype=np.float32))
 
 
+class BiEncoderReranker:
+    """A bi-encoder used as a scorer: cosine of query and doc embeddings (doc embeddings cached by id)."""
+
+    def __init__(self, embedder):
+        self.embedder, self._cache = embedder, {}
+        self.name = f"embedding cosine ({getattr(embedder, 'name', type(embedder).__name__)})"
+
+    def score(self, text: str, docs: Sequence[Doc]) -> np.ndarray:
+        """Cosine of the text with each doc."""
+        if not docs:
+            return np.empty(0, dtype=np.float32)
+        missing = [d for d in docs if d.id not in self._cache]
+        if missing:
+            rows = self.embedder.embed_passages([passage_text(d) for d in missing])
+            self._cache.update({d.id: row for d, row in zip(missing, rows)})
+        query = self.embedder.embed_queries([text])[0]
+        return np.array([float(self._cache[d.id] @ query) for d in docs], dtype=np.float32)
+
+
 class LLMReranker:
     """A chat model asked for a 0-10 relevance score per doc, in schema-constrained JSON."""
 

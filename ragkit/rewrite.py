@@ -17,11 +17,11 @@ MAX_QUERIES = 5
 
 REWRITE_PROMPT = [
     {"role": "system", "content": "Rewrite the search query as one clear, complete question in the same "
-                                  "language. Restore missing accents. Reply with the question only."},
-    {"role": "user", "content": "wfh laptop rules"},
-    {"role": "assistant", "content": "What are the rules for working from home with a company laptop?"},
+                                  "language as the query. Restore missing accents. Reply with the question only."},
     {"role": "user", "content": "lam them gio co duoc tra luong khong"},
     {"role": "assistant", "content": "Làm thêm giờ có được trả lương không?"},
+    {"role": "user", "content": "wfh laptop rules"},
+    {"role": "assistant", "content": "What are the rules for working from home with a company laptop?"},
 ]
 
 MULTI_QUERY_PROMPT = [
@@ -55,7 +55,7 @@ def questions_schema(n: int = MAX_QUERIES) -> dict:
 def rewrite_query(query: str, *, chat: ChatModel | None = None) -> Rewrite:
     """One rewritten query; an empty reply keeps the original query and says so."""
     chat = chat or models.chat_model()
-    reply = chat.chat(REWRITE_PROMPT + [{"role": "user", "content": check_query(query)}], max_tokens=60,
+    reply = chat.chat(REWRITE_PROMPT + [{"role": "user", "content": check_query(query)}], max_tokens=32,
                       stop=["\n"])
     text = _strip_quotes(reply.text)
     if not text:
@@ -72,7 +72,7 @@ def multi_query(query: str, *, chat: ChatModel | None = None, n: int = MAX_QUERI
     chat = chat or models.chat_model()
     prompt = [dict(m, content=m["content"].format(n=n)) if m["role"] == "system" else m
               for m in MULTI_QUERY_PROMPT]
-    reply = chat.chat(prompt + [{"role": "user", "content": check_query(query)}], max_tokens=200,
+    reply = chat.chat(prompt + [{"role": "user", "content": check_query(query)}], max_tokens=150,
                       json_schema=questions_schema(n) if constrained else None)
     questions, warnings = parse_questions(reply.text, limit=n)
     if not questions:

@@ -37,12 +37,13 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from ragkit import models
-from ragkit.corpus import Doc, Hit, check_query, passage_text
+from ragkit.corpus import Doc, Hit, check_query
 from ragkit.evaluate import normalize_answer
 from ragkit.llm import ChatModel
 from ragkit.reasoning import (Meter, Search, check_max_steps, clean_item, copy_warnings, drop_repeats,
                               excerpts_text, html_table, keyword_query, length_warning, list_grammar, marked_lines,
                               pick_constraint, safe_search, shorten, step_key, unique_ids)
+from ragkit.rerank import BiEncoderReranker as EmbeddingScorer  # the same cosine scorer lesson 04 uses
 from ragkit.rerank import LLMReranker
 from ragkit.text import split_sentences
 
@@ -464,25 +465,6 @@ class EvidenceScorer(Protocol):
     name: str
 
     def score(self, text: str, docs: Sequence[Doc]) -> np.ndarray: ...
-
-
-class EmbeddingScorer:
-    """Cosine between the statement's and each doc's embedding (passage embeddings cached by id)."""
-
-    def __init__(self, embedder):
-        self.embedder, self._cache = embedder, {}
-        self.name = f"embedding cosine ({getattr(embedder, 'name', type(embedder).__name__)})"
-
-    def score(self, text: str, docs: Sequence[Doc]) -> np.ndarray:
-        """Cosine of the statement with each doc."""
-        if not docs:
-            return np.empty(0, dtype=np.float32)
-        missing = [d for d in docs if d.id not in self._cache]
-        if missing:
-            rows = self.embedder.embed_passages([passage_text(d) for d in missing])
-            self._cache.update({d.id: row for d, row in zip(missing, rows)})
-        query = self.embedder.embed_queries([text])[0]
-        return np.array([float(self._cache[d.id] @ query) for d in docs], dtype=np.float32)
 
 
 class LLMScorer:
