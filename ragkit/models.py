@@ -79,7 +79,9 @@ def _embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
 def _reranker(spec: str, threads: int) -> Reranker:
     kind, argument = split_spec(spec)
     if kind == "course":
-        return CrossEncoderReranker(course_reranker(), threads=threads)
+        from ragkit.reranker_training import TrainingConfig
+
+        return CrossEncoderReranker(course_reranker(), max_length=TrainingConfig().max_length, threads=threads)
     if kind in ("ce", "flag") and not argument:
         raise ConfigError(f"RAGKIT_RERANKER={kind} needs a model: {kind}:<dir or name>, "
                           f"e.g. {kind}:BAAI/bge-reranker-base")

@@ -43,7 +43,7 @@ def rerank(query: str, hits: Sequence[Hit], reranker: Reranker, *, k: int | None
 class CrossEncoderReranker:
     """sentence-transformers' CrossEncoder over a model dir or hub name (e.g. BAAI/bge-reranker-base)."""
 
-    def __init__(self, name_or_path: str | Path, *, max_length: int = 256, threads: int = 2):
+    def __init__(self, name_or_path: str | Path, *, max_length: int = 512, threads: int = 2):
         import torch
         from sentence_transformers import CrossEncoder
 
@@ -63,7 +63,7 @@ class CrossEncoderReranker:
 class FlagCrossEncoderReranker:
     """FlagEmbedding's FlagReranker over the same kind of model dir: the call bge-reranker's card shows."""
 
-    def __init__(self, name_or_path: str | Path, *, max_length: int = 256, threads: int = 2):
+    def __init__(self, name_or_path: str | Path, *, max_length: int = 512, threads: int = 2):
         import torch
         from FlagEmbedding import FlagReranker
 

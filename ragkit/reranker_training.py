@@ -33,10 +33,10 @@ class TrainingConfig:
     """How the cross-encoder is trained; changing any field trains a new cached model."""
 
     epochs: int = 1
-    groups_per_batch: int = 4
+    groups_per_batch: int = 2
     max_length: int = 128
     frozen_layers: int = 3  # the backbone's lower layers stay as they are: half the backward pass
-    learning_rate: float = 5e-5
+    learning_rate: float = 4e-4
     warmup_share: float = 0.1
     seed: int = 0
 

