@@ -12,17 +12,20 @@ from ragkit.text import tokenize
 
 
 class ScriptedChat:
-    """A chat model that replies with the given texts in turn, and records what it was asked."""
+    """A chat model that replies with the given texts (or ChatReply objects) in turn, the last one
+    again and again, and records what it was asked."""
 
     name = "scripted"
 
-    def __init__(self, *replies: str):
-        self.replies, self.calls = list(replies), []
+    def __init__(self, *replies: str | ChatReply):
+        self.replies = [r if isinstance(r, ChatReply) else
+                        ChatReply(text=r, model=self.name, completion_tokens=len(r.split()), seconds=0.001)
+                        for r in replies]
+        self.calls = []
 
     def chat(self, messages, **options) -> ChatReply:
         self.calls.append((messages, options))
-        text = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-        return ChatReply(text=text, model=self.name, completion_tokens=len(text.split()), seconds=0.001)
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 
 
 class HashingEmbedder:

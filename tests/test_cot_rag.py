@@ -29,18 +29,6 @@ def fixed_search(*ids):
     return search
 
 
-class RepliesChat:
-    """A chat model that returns the given ChatReply objects (or texts) in turn."""
-
-    name = "replies"
-
-    def __init__(self, *replies):
-        self.replies = [r if isinstance(r, ChatReply) else ChatReply(r, self.name) for r in replies]
-        self.calls = []
-
-    def chat(self, messages, **options):
-        self.calls.append((messages, options))
-        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 
 
 def run(*replies, search=None, **options):
@@ -144,13 +132,13 @@ def test_a_repeated_step_is_dropped_with_a_warning():
 
 def test_a_reply_looping_to_the_token_limit_is_cut_and_said():
     loop = "1. Who built it?\n" + "2. Who built it?\n" * 40 + "3. Who bu"
-    chat = RepliesChat(ChatReply(loop, "m", 10, 120, finish_reason="length"), "They did.", "They did [S1].")
+    chat = ScriptedChat(ChatReply(loop, "m", 10, 120, finish_reason="length"), "They did.", "They did [S1].")
     result = cot_rag("Who built the fortress?", fixed_search("fort"), chat=chat)
     assert [s.thought for s in result.steps] == ["Who built it?", "Who bu"]
     assert result.warnings[0] == "the model hit the token limit while decomposing the question: its reply was cut off"
     assert "step 2 repeated step 1; dropped it" in result.warnings
     assert "... and 37 more repeated steps dropped" in result.warnings
-    assert result.tokens == 130
+    assert result.tokens == 130 + 2 + 3 + 3  # the cut reply, then the fakes count a token per word
 
 
 def test_more_steps_than_allowed_are_cut_with_a_warning():

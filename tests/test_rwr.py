@@ -40,18 +40,6 @@ def run(*replies, search=None, **options):
     return rwr("When was the fortress founded?", search or fixed_search("fort"), chat=chat, **options), chat
 
 
-class RepliesChat:
-    """A chat model that returns the given ChatReply objects (or texts) in turn."""
-
-    name = "replies"
-
-    def __init__(self, *replies):
-        self.replies = [r if isinstance(r, ChatReply) else ChatReply(r, self.name) for r in replies]
-        self.calls = []
-
-    def chat(self, messages, **options):
-        self.calls.append((messages, options))
-        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 
 
 class SeededChat(ScriptedChat):
@@ -178,7 +166,7 @@ def test_the_same_step_repeated_is_dropped_with_a_warning():
 
 def test_a_reply_looping_to_the_token_limit_is_cut_and_said():
     loop = "Step 1: The fortress is old.\n" + "Step 2: The fortress is old.\n" * 30 + "Step 3: The for"
-    chat = RepliesChat(ChatReply(loop, "m", 20, 160, finish_reason="length"), verdict("confirmed"),
+    chat = ScriptedChat(ChatReply(loop, "m", 20, 160, finish_reason="length"), verdict("confirmed"),
                        "So the answer is 1703.")
     result = rwr("When was the fortress founded?", fixed_search("fort"), chat=chat)
     assert [s.original for s in result.steps] == ["The fortress is old.", "The for"]
