@@ -75,10 +75,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from harness import CACHE_DIR, RESULTS_DIR, EmbeddingCache, StageRecorder, evaldata_dir, write_result  # noqa: E402
-from scifact import bm25_hits, positive_int, rank_by_scores, set_threads  # noqa: E402
+from harness import CACHE_DIR, RESULTS_DIR, StageRecorder, evaldata_dir, write_result  # noqa: E402
+from scifact import bm25_hits, encode_corpus, positive_int, rank_by_scores, set_threads  # noqa: E402
 from ragkit import models  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question, passage_text, read_jsonl  # noqa: E402
+from ragkit.corpus import Doc, Hit, Question, read_jsonl  # noqa: E402
 from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
@@ -231,15 +231,8 @@ class ExactDense:
 
 
 def encode_passages(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str) -> tuple[np.ndarray, dict]:
-    """Passage vectors from the on-disk cache, encoding (in saved chunks) only what it lacks."""
-    from tqdm.auto import tqdm
-
-    cache = EmbeddingCache(f"{embedder.name}:passage", root=CACHE_ROOT)
-    texts = [passage_text(doc) for doc in docs]
-    with rec.stage(f"{label}: encode corpus", items=len(texts)):
-        chunks = [cache.embed(texts[i:i + ENCODE_CHUNK], embedder.embed_passages)
-                  for i in tqdm(range(0, len(texts), ENCODE_CHUNK), desc=f"{label}: passages", unit="chunk")]
-    return np.vstack(chunks), {"encoded": cache.encoded, "reused": cache.reused, "cache": str(cache.path)}
+    """Passage vectors from the on-disk cache under CACHE_ROOT (scifact's encode_corpus)."""
+    return encode_corpus(embedder, docs, rec, label, root=CACHE_ROOT)
 
 
 def build_searches(docs: Sequence[Doc], rec: StageRecorder, *, hybrid: bool,

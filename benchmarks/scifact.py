@@ -47,6 +47,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
+from harness import CACHE_DIR as EMBEDDINGS_DIR  # noqa: E402
 from harness import (RESULTS_DIR, BeirData, EmbeddingCache, StageRecorder, evaldata_dir, load_beir,  # noqa: E402
                      write_result)
 from ragkit.corpus import Doc, Hit, Question, passage_text  # noqa: E402
@@ -166,11 +167,12 @@ def bm25_rung(docs: Sequence[Doc], questions: Sequence[Question], rec: StageReco
     return Run(hits, time.perf_counter() - started), index
 
 
-def encode_corpus(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str) -> tuple[np.ndarray, dict]:
+def encode_corpus(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str, *,
+                  root: Path = EMBEDDINGS_DIR) -> tuple[np.ndarray, dict]:
     """Passage vectors from the on-disk cache, encoding (in saved chunks) only what it lacks."""
     from tqdm.auto import tqdm
 
-    cache = EmbeddingCache(f"{embedder.name}:passage")
+    cache = EmbeddingCache(f"{embedder.name}:passage", root=root)
     texts = [passage_text(doc) for doc in docs]
     with rec.stage(f"{label}: encode corpus", items=len(texts)):
         chunks = [cache.embed(texts[i:i + ENCODE_CHUNK], embedder.embed_passages)

@@ -31,6 +31,7 @@ class DenseIndex:
     def __init__(self, docs: Sequence[Doc], *, embedder: Embedder | None = None,
                  store: VectorStore | None = None, collection: str = "docs"):
         self.docs = check_docs(list(docs))
+        self._by_id = {doc.id: doc for doc in self.docs}
         self.embedder = embedder or models.embedder()
         self.store, self.collection = store or VectorStore(), collection
         self.vectors = self.embedder.embed_passages([passage_text(doc) for doc in self.docs])
@@ -43,8 +44,7 @@ class DenseIndex:
             raise ValueError(f"k must be at least 1, got {k}")
         vector = self.embedder.embed_queries([check_query(query)])[0]
         hits = self.store.search(self.collection, vector, k=k, where=where)
-        by_id = {doc.id: doc for doc in self.docs}
-        return [Hit(by_id.get(hit.id, hit.doc), hit.score) for hit in hits]
+        return [Hit(self._by_id.get(hit.id, hit.doc), hit.score) for hit in hits]
 
 
 class HybridIndex:

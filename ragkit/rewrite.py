@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ragkit import models
 from ragkit.corpus import check_query
 from ragkit.llm import ChatModel
+from ragkit.reasoning import json_items
 
 MAX_QUERIES = 5
 
@@ -84,7 +85,7 @@ def multi_query(query: str, *, chat: ChatModel | None = None, n: int = MAX_QUERI
 def parse_questions(text: str, *, limit: int = MAX_QUERIES) -> tuple[list[str], list[str]]:
     """Questions from a JSON reply, or from its lines if the JSON is broken; never raises."""
     warnings: list[str] = []
-    items = _json_items(text)
+    items = json_items(text, key="questions")
     if items is None:
         warnings.append("the reply was not valid JSON; read it line by line instead")
         items = [re.sub(r"^\s*(?:[-*•]|\d+[.)]|q\d+:)\s*", "", line, flags=re.I) for line in text.splitlines()]
@@ -94,19 +95,6 @@ def parse_questions(text: str, *, limit: int = MAX_QUERIES) -> tuple[list[str], 
     if len(questions) > limit:
         warnings.append(f"kept the first {limit} of {len(questions)} questions")
     return questions[:limit], warnings
-
-
-def _json_items(text: str) -> list | None:
-    for candidate in (text, *re.findall(r"\{.*\}|\[.*\]", text, flags=re.S)):
-        try:
-            value = json.loads(candidate)
-        except (json.JSONDecodeError, TypeError):
-            continue
-        if isinstance(value, dict):
-            value = value.get("questions", next((v for v in value.values() if isinstance(v, list)), None))
-        if isinstance(value, list):
-            return value
-    return None
 
 
 def _strip_quotes(text: str) -> str:
