@@ -37,6 +37,9 @@ DECOMPOSE_EXAMPLES = (
     ("How many legs does the insect that makes honey have?",
      ("Which insect makes honey?", "How many legs does a honey bee have?")),
 )
+# Words only the examples' domain uses: a step with one the question lacks copied an example's pattern.
+EXAMPLE_MARKERS = frozenset({"animal", "eucalyptus", "kiwi", "koala", "koalas", "continent", "legs",
+                             "insect", "honey", "bee", "bees"})
 DECOMPOSE_SYSTEM = ("Split the question into at most {n} short questions, each answered by looking up one "
                     "fact. Ask them in order: a later question may use the answer of an earlier one. {form}")
 DECOMPOSE_FORMS = {"list": "Reply with a numbered list only.",
@@ -206,7 +209,7 @@ def decompose(question: str, meter: Meter, *, max_steps: int, constrain: str = "
     if not steps:
         return [question], reply.text, warnings + [FALLBACK_WARNING]
     examples = [text for question_, steps_ in DECOMPOSE_EXAMPLES for text in (question_, *steps_)]
-    return steps, reply.text, warnings + copy_warnings(question, steps, examples)
+    return steps, reply.text, warnings + copy_warnings(question, steps, examples, EXAMPLE_MARKERS)
 
 
 def parse_steps(text: str, *, max_steps: int) -> tuple[list[str], list[str]]:

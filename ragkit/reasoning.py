@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 from ragkit.corpus import Hit, passage_text
 from ragkit.errors import EmptyQueryError
@@ -109,13 +109,19 @@ def drop_repeats(items: Sequence[str], *, label: str = "step") -> tuple[list[str
     return kept, warnings
 
 
-def copy_warnings(question: str, steps: Sequence[str], examples: Sequence[str]) -> list[str]:
-    """Warnings for steps that copy a few-shot example's text, or (among several) repeat the question."""
+def copy_warnings(question: str, steps: Sequence[str], examples: Sequence[str],
+                  markers: Collection[str] = ()) -> list[str]:
+    """Warnings for steps that copy a few-shot example (its text, or a marker word the question lacks)."""
     copied = {step_key(text) for text in examples}
+    asked = set(step_key(question).split())
     warnings = []
     for number, step in enumerate(steps, start=1):
+        borrowed = sorted(set(step_key(step).split()) & set(markers) - asked)
         if step_key(step) in copied:
             warnings.append(f"step {number} copies the prompt's example ({step!r}), not the question")
+        elif borrowed:
+            warnings.append(f"step {number} copies the prompt's example: {step!r} uses "
+                            f"{', '.join(map(repr, borrowed))} from the example, not from the question")
         elif step_key(step) == step_key(question) and len(steps) > 1:
             warnings.append(f"step {number} repeats the question verbatim")
     return warnings

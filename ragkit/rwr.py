@@ -60,6 +60,8 @@ COT_EXAMPLES = (
     ("What do the young of the animal that eats eucalyptus leaves drink?",
      ("The koala eats eucalyptus leaves.", "Young koalas drink their mother's milk."), "milk"),
 )
+# Words only the examples' domain uses: a step with one the question lacks copied an example's pattern.
+EXAMPLE_MARKERS = frozenset({"koala", "koalas", "eucalyptus", "joey", "marsupial", "kiwi", "zealand"})
 COT_SYSTEM = ("Think step by step. Write each step as 'Step N: <one fact>' on its own line, at most {n} "
               f"steps, then a last line '{ANSWER_LEAD} <short answer>.'")
 
@@ -272,7 +274,7 @@ def rwr(question: str, search: Search, *, chat: ChatModel | None = None, max_ste
     texts, cot_answer, warnings = parse_cot(reply.text, max_steps=max_steps)
     examples = [text for _, steps_, _ in COT_EXAMPLES for text in steps_]
     warnings = (length_warning(reply, "writing the chain of thought") + warnings
-                + copy_warnings(question, texts, examples))
+                + copy_warnings(question, texts, examples, EXAMPLE_MARKERS))
     if not texts:
         warnings.append("no reasoning steps could be read from the reply: nothing was verified, and the "
                         "answer is the unverified chain-of-thought answer")

@@ -192,6 +192,18 @@ def test_a_step_copied_from_the_prompts_example_is_flagged():
     assert result.warnings[0].startswith("step 1 copies the prompt's example")
 
 
+def test_a_step_that_borrows_the_examples_pattern_is_flagged():
+    result, _ = run("1. Who built the fortress?\n2. How many legs does a king have?", "a", "b", "[S1]")
+    assert result.warnings[0] == ("step 2 copies the prompt's example: 'How many legs does a king have?' uses "
+                                  "'legs' from the example, not from the question")
+
+
+def test_a_marker_word_the_question_itself_uses_is_not_flagged():
+    chat = ScriptedChat("1. Which insect lives in the fortress?", "a", "[S1]")
+    result = cot_rag("Which insect lives in the fortress?", fixed_search("fort"), chat=chat)
+    assert not any("copies" in w for w in result.warnings)
+
+
 def test_a_step_repeating_the_question_is_flagged():
     result, _ = run("1. When was the fortress with the tall spire founded?\n2. Which fortress?", "a", "b", "[S1]")
     assert "step 1 repeats the question verbatim" in result.warnings

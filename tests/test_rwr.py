@@ -164,6 +164,11 @@ def test_the_same_step_repeated_is_dropped_with_a_warning():
     assert result.total_steps == 1 and "step 2 repeated step 1; dropped it" in result.warnings
 
 
+def test_a_step_that_borrows_the_examples_subject_is_flagged():
+    result, _ = run("Step 1: Koalas built the fortress in 1703.\nSo the answer is 1703.", verdict("unverified"), "1703")
+    assert any(w.startswith("step 1 copies the prompt's example") and "'koalas'" in w for w in result.warnings)
+
+
 def test_a_reply_looping_to_the_token_limit_is_cut_and_said():
     loop = "Step 1: The fortress is old.\n" + "Step 2: The fortress is old.\n" * 30 + "Step 3: The for"
     chat = ScriptedChat(ChatReply(loop, "m", 20, 160, finish_reason="length"), verdict("confirmed"),
