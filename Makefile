@@ -64,7 +64,7 @@ bench-hotpotqa: $(STAMP)
 	$(BIN)/python benchmarks/hotpotqa.py $(HOTPOTQA_ARGS)
 
 # Yes/no accuracy on StrategyQA (CoT, self-consistency, RwR, RwR vote) on 40 of its fixed 200 questions
-# with 3 sampled paths: ~20 min. STRATEGYQA_ARGS= (empty) runs all 200 with 5 paths (~2-3 h).
+# with 3 sampled paths: ~13 min. STRATEGYQA_ARGS= (empty) runs all 200 with 5 paths (~1.5 h, estimated).
 STRATEGYQA_ARGS ?= --questions 40 --paths 3
 bench-strategyqa: $(STAMP)
 	$(BIN)/python benchmarks/strategyqa.py $(STRATEGYQA_ARGS)

