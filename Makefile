@@ -12,7 +12,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
-TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS \
+TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS -u RAGKIT_REPLY_CACHE \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
 .PHONY: install lab test unit notebooks execute bench-backends bench-scifact bench-hotpotqa bench-strategyqa bench clean
@@ -35,8 +35,13 @@ test: unit notebooks
 unit: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest tests -q
 
+# Lessons run before their solutions; within one run a solution reuses the replies its lesson got from
+# the chat model (same model, same request: the same reply). The store starts empty on every run, so
+# every lesson still asks the real model.
+REPLIES := .cache/nbval-replies
 notebooks: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q
+	rm -rf $(REPLIES)
+	$(TEST_ENV) RAGKIT_REPLY_CACHE=$(REPLIES) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q
 
 # Re-run every notebook in place (after changing a lesson), then commit the outputs.
 NOTEBOOKS ?= $(wildcard lessons/*.ipynb solutions/*.ipynb)

@@ -28,6 +28,7 @@ class Settings:
     store: str = ":memory:"
     threads: int = 2
     ollama_host: str = "http://127.0.0.1:11434"
+    reply_cache: str = ""  # a folder: llama.cpp replies are stored there and reused (make test sets it)
 
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:

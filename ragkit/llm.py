@@ -5,7 +5,9 @@ Taught in lessons/00_setup.ipynb.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,7 +64,8 @@ def smollm2_path() -> Path:
 class LlamaCppChat:
     """A GGUF model run in-process by xllamacpp; also serves OpenAI's API on 127.0.0.1."""
 
-    def __init__(self, path: str | Path, *, threads: int = 2, context: int = 4096, seed: int = 0):
+    def __init__(self, path: str | Path, *, threads: int = 2, context: int = 4096, seed: int = 0,
+                 replies=None):
         path = Path(path).expanduser()
         if not path.is_file():
             raise ModelNotFound(f"no GGUF file at {path}: download one (e.g. a Qwen2.5-1.5B-Instruct "
@@ -80,6 +83,8 @@ class LlamaCppChat:
         params.verbosity = -1
         self.name = path.name
         self.seed = seed
+        self.replies = replies  # a ReplyCache, or None to always ask the model
+        self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {_version('xllamacpp')}"
         self._server = xllamacpp.Server(params)
 
     @property
@@ -100,11 +105,37 @@ class LlamaCppChat:
             request["grammar"] = grammar
         if json_schema:
             request["json_schema"] = json_schema
+        if self.replies is None:
+            return self._complete(request)
+        key = reply_key(self.identity, request)
+        reply = self.replies.get(key)
+        if reply is None:
+            reply = self._complete(request)
+            self.replies.put(key, reply)
+        return reply
+
+    def _complete(self, request: dict) -> ChatReply:
+        """Ask the model."""
         started = time.perf_counter()
         reply = self._server.handle_chat_completions(request)
         if "choices" not in reply:  # xllamacpp reports a bad request as a dict, not an exception
             raise BackendError(f"llama.cpp refused the request: {reply.get('error', reply)}")
         return _reply_from_openai_dict(reply, self.name, time.perf_counter() - started)
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def reply_key(model_identity: str, request: dict) -> str:
+    """A digest of the model's identity and the full request (key order does not matter)."""
+    payload = json.dumps({"model": model_identity, "request": request}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def _reply_from_openai_dict(reply: dict, model: str, seconds: float) -> ChatReply:

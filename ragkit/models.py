@@ -16,6 +16,7 @@ from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEm
                                SentenceTransformerEmbedder)
 from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.llm import ChatModel, LlamaCppChat, OllamaChat, OpenAIChat, smollm2_path
+from ragkit.reply_cache import ReplyCache
 from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMReranker, Reranker
 
 LLM_KINDS = ("local", "gguf", "ollama", "openai")
@@ -26,7 +27,7 @@ RERANKER_KINDS = ("course", "ce", "flag", "llm")
 def chat_model(spec: str | None = None) -> ChatModel:
     """The chat model the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
-    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host)
+    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.reply_cache)
 
 
 def embedder(spec: str | None = None) -> Embedder:
@@ -42,14 +43,15 @@ def reranker(spec: str | None = None) -> Reranker:
 
 
 @cache
-def _chat_model(spec: str, threads: int, ollama_host: str) -> ChatModel:
+def _chat_model(spec: str, threads: int, ollama_host: str, reply_cache: str = "") -> ChatModel:
     kind, argument = split_spec(spec)
+    replies = ReplyCache(reply_cache) if reply_cache else None
     if kind == "local":
-        return LlamaCppChat(smollm2_path(), threads=threads)
+        return LlamaCppChat(smollm2_path(), threads=threads, replies=replies)
     if kind == "gguf":
         if not argument:
             raise ConfigError("RAGKIT_LLM=gguf needs a path: gguf:/full/path/to/model.gguf")
-        return LlamaCppChat(argument, threads=threads)
+        return LlamaCppChat(argument, threads=threads, replies=replies)
     if kind == "ollama":
         return OllamaChat(argument, host=ollama_host)
     if kind == "openai":
