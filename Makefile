@@ -37,11 +37,11 @@ unit: $(STAMP)
 
 # Lessons run before their solutions; within one run a solution reuses the replies its lesson got from
 # the chat model (same model, same request: the same reply). The store starts empty on every run, so
-# every lesson still asks the real model.
+# every lesson still asks the real model. The path is absolute: nbval starts each kernel in its notebook's folder.
 REPLIES := .cache/nbval-replies
 notebooks: $(STAMP)
 	rm -rf $(REPLIES)
-	$(TEST_ENV) RAGKIT_REPLY_CACHE=$(REPLIES) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q
+	$(TEST_ENV) RAGKIT_REPLY_CACHE=$(CURDIR)/$(REPLIES) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q
 
 # Re-run every notebook in place (after changing a lesson), then commit the outputs.
 NOTEBOOKS ?= $(wildcard lessons/*.ipynb solutions/*.ipynb)
