@@ -81,7 +81,7 @@ from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
 from ragkit.evaluate import answers_of, exact_match, supporting_evidence_recall, token_f1  # noqa: E402
-from ragkit.fusion import RRF_K, reciprocal_rank_fusion  # noqa: E402
+from ragkit.fusion import RRF_K, interleave, reciprocal_rank_fusion  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
 from ragkit.reasoning import excerpts_text  # noqa: E402
 from ragkit.text import search_tokenize, split_sentences, tokenize  # noqa: E402
@@ -285,18 +285,6 @@ class RecordingSearch:
         hits = list(self.search(query, k=max(k, self.keep)))
         self.rankings.append(hits)
         return hits[:k]
-
-
-def interleave(rankings: Sequence[Sequence[Hit]], budget: int = BUDGET) -> list[Hit]:
-    """Round-robin over the rankings (each one's 1st, then each one's 2nd, ...), each doc once, cut at budget."""
-    seen: set[str] = set()
-    out: list[Hit] = []
-    for rank in range(max((len(r) for r in rankings), default=0)):
-        for ranking in rankings:
-            if rank < len(ranking) and ranking[rank].id not in seen and len(out) < budget:
-                seen.add(ranking[rank].id)
-                out.append(ranking[rank])
-    return out
 
 
 @dataclass(frozen=True)

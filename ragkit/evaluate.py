@@ -282,16 +282,23 @@ def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Seq
 
 def table_rows(results: Mapping[str, Evaluation | Mapping[str, float]], *, label: str = "pipeline",
                timing: bool = False) -> list[dict]:
-    """{name: evaluation or means} as rows for format_table, one column per metric (blank if missing)."""
-    rows = []
-    for name, result in results.items():
-        means = result.means if isinstance(result, Evaluation) else result
-        row = {label: name, **means}
-        if timing:
-            row["ms/query"] = result.seconds_per_query * 1000 if isinstance(result, Evaluation) else ""
-        rows.append(row)
+    """{name: evaluation or means} as rows for format_table, one column per metric (blank if missing).
+
+    With timing, a last column gives each Evaluation's time per query with its unit, as nbval's sanitizer
+    expects of a duration."""
+    rows = [{label: name, **(result.means if isinstance(result, Evaluation) else result)}
+            for name, result in results.items()]
     columns = list(dict.fromkeys(column for row in rows for column in row))
-    return [{column: row.get(column, "") for column in columns} for row in rows]
+    table = [{column: row.get(column, "") for column in columns} for row in rows]
+    if timing:
+        for row, result in zip(table, results.values()):
+            row["time/query"] = format_seconds(result.seconds_per_query) if isinstance(result, Evaluation) else ""
+    return table
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration for a table: "840 ms" below 10 s, "12.3 s" above."""
+    return f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
 
 
 def format_table(rows: Sequence[dict], *, digits: int = 3) -> str:

@@ -28,6 +28,15 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], *, k: int = RRF_K,
     return [Hit(docs[doc_id], scores[doc_id]) for doc_id in order[:limit]]
 
 
+def interleave(rankings: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
+    """Round-robin over the rankings (each one's 1st, then each one's 2nd, ...), each doc once, cut at limit."""
+    seen: dict[str, Hit] = {}
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking):
+                seen.setdefault(ranking[rank].id, ranking[rank])
+    return list(seen.values())[:limit]
+
 
 def fuse_queries(search: Callable[..., list[Hit]], queries: Sequence[str], *, k: int = 5,
                  depth: int = 20, rrf_k: int = RRF_K) -> list[Hit]:

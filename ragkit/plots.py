@@ -7,6 +7,8 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ragkit.evaluate import Evaluation
+
 
 def metric_bars(results: Mapping[str, Mapping[str, float]], metrics: Sequence[str], *, title: str = ""):
     """Grouped bars: one group per metric, one bar per pipeline. Taught in lessons/01_bag_of_words.ipynb."""
@@ -23,5 +25,32 @@ def metric_bars(results: Mapping[str, Mapping[str, float]], metrics: Sequence[st
     ax.set_ylabel("score (higher is better)")
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def ladder(rungs: Mapping[str, Evaluation], metrics: Sequence[str], *, title: str = ""):
+    """Each rung's scores (left) beside its time per query on a log scale (right), first rung on top.
+
+    Taught in lessons/08_evaluation.ipynb."""
+    names = list(rungs)
+    rows = np.arange(len(names))
+    height = 0.8 / len(metrics)
+    fig, (scores, times) = plt.subplots(1, 2, figsize=(10, 0.42 * len(names) + 1.4), sharey=True,
+                                        gridspec_kw={"width_ratios": [2.2, 1]})
+    for offset, metric in enumerate(metrics):
+        bars = scores.barh(rows + offset * height, [rungs[name].means[metric] for name in names], height, label=metric)
+        scores.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)
+    scores.set_yticks(rows + height * (len(metrics) - 1) / 2, names)
+    scores.invert_yaxis()
+    scores.set_xlim(0, 1.1)
+    scores.set_xlabel("score (higher is better)")
+    scores.legend(fontsize=8, loc="lower right")
+    milliseconds = [rungs[name].seconds_per_query * 1000 for name in names]
+    bars = times.barh(rows + height * (len(metrics) - 1) / 2, milliseconds, 0.5, color="grey")
+    times.bar_label(bars, labels=[f"{ms:,.0f}" for ms in milliseconds], fontsize=7, padding=2)
+    times.set_xscale("log")
+    times.set_xlabel("ms per query (log scale)")
+    fig.suptitle(title)
     fig.tight_layout()
     return fig

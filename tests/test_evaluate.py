@@ -18,6 +18,7 @@ from ragkit.evaluate import (
     evaluate_pipeline,
     evaluate_retrieval,
     exact_match,
+    format_seconds,
     format_table,
     grades_of,
     hit_at_k,
@@ -434,8 +435,13 @@ def test_table_rows_line_up_results_for_format_table():
     }
     rows = table_rows(results, label="retriever", timing=True)
     assert rows == [
-        {"retriever": "BM25", "recall@5": 0.5, "mrr": 0.25, "ms/query": 2.0, "ndcg@5": ""},
-        {"retriever": "dense", "recall@5": 0.75, "mrr": "", "ms/query": "", "ndcg@5": 0.5},
+        {"retriever": "BM25", "recall@5": 0.5, "mrr": 0.25, "ndcg@5": "", "time/query": "2 ms"},
+        {"retriever": "dense", "recall@5": 0.75, "mrr": "", "ndcg@5": 0.5, "time/query": ""},
     ]
-    assert format_table(rows).splitlines()[1].split() == ["BM25", "0.500", "0.250", "2.000"]
+    assert format_table(rows).splitlines()[1].split() == ["BM25", "0.500", "0.250", "2", "ms"]
     assert table_rows({"x": {"mrr": 1.0}}) == [{"pipeline": "x", "mrr": 1.0}]
+
+
+def test_format_seconds_keeps_a_unit_the_nbval_sanitizer_knows():
+    assert format_seconds(0.0004) == "0 ms" and format_seconds(1.2345) == "1,234 ms"
+    assert format_seconds(12.34) == "12.3 s" and format_seconds(1234.5) == "1,234.5 s"

@@ -1,7 +1,7 @@
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.fusion import fuse_queries, reciprocal_rank_fusion
+from ragkit.fusion import fuse_queries, interleave, reciprocal_rank_fusion
 
 
 def hits(*ids: str) -> list[Hit]:
@@ -46,3 +46,10 @@ def test_fuse_queries_runs_each_query_and_fuses():
 def test_fuse_queries_needs_a_query():
     with pytest.raises(ValueError, match="no queries"):
         fuse_queries(lambda q, k: [], [])
+
+
+def test_interleave_takes_each_rankings_first_then_second_without_repeats_and_cuts_at_the_limit():
+    rankings = [hits("d1", "d2", "d3"), hits("d4", "d1", "d5"), hits("d6")]
+    assert [h.id for h in interleave(rankings, 5)] == ["d1", "d4", "d6", "d2", "d3"]
+    assert [h.id for h in interleave([hits("d1", "d2", "d3", "d4", "d5", "d6")], 5)] == ["d1", "d2", "d3", "d4", "d5"]
+    assert interleave([], 5) == [] and interleave([[], []], 5) == []

@@ -219,13 +219,6 @@ def test_iterative_search_with_nothing_found_asks_no_second_query():
 # --- CoT-RAG evidence --------------------------------------------------------------------------------
 
 
-def test_interleave_takes_each_rankings_first_then_second_without_repeats_and_cuts_at_the_budget():
-    rankings = [hits(1, 2, 3), hits(4, 1, 5), hits(6)]
-    assert [h.id for h in hotpotqa.interleave(rankings, 5)] == ["d1", "d4", "d6", "d2", "d3"]
-    assert [h.id for h in hotpotqa.interleave([hits(1, 2, 3, 4, 5, 6)], 5)] == ["d1", "d2", "d3", "d4", "d5"]
-    assert hotpotqa.interleave([], 5) == [] and hotpotqa.interleave([[], []], 5) == []
-
-
 def test_recording_search_keeps_the_budget_depth_but_hands_back_k():
     search = recording_search({"q": [1, 2, 3, 4, 5, 6]})
     recording = hotpotqa.RecordingSearch(search, keep=5)
