@@ -57,7 +57,8 @@ execute: $(STAMP) reranker
 	  $(TEST_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done
 
-# Latency and throughput of the active backends on this machine (not part of the tests).
+# Latency and throughput of the active backends on this machine (not part of the tests); writes
+# benchmarks/results/backends.json.
 bench-backends: $(STAMP)
 	$(BIN)/python benchmarks/backends.py
 
