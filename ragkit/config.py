@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, fields
+from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -87,3 +88,12 @@ def split_spec(spec: str) -> tuple[str, str]:
     """'ollama:qwen2.5:3b' -> ('ollama', 'qwen2.5:3b'); 'local' -> ('local', '')."""
     kind, _, argument = spec.strip().partition(":")
     return kind.lower(), argument.strip()
+
+
+def package_version(package: str) -> str | None:
+    """The installed version of a distribution, or None."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+

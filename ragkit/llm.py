@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
 
+from ragkit.config import package_version
 from ragkit.errors import BackendError, BackendUnreachable, ModelNotFound
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -84,7 +85,7 @@ class LlamaCppChat:
         self.name = path.name
         self.seed = seed
         self.replies = replies  # a ReplyCache, or None to always ask the model
-        self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {_version('xllamacpp')}"
+        self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {package_version('xllamacpp') or 'unknown'}"
         self._server = xllamacpp.Server(params)
 
     @property
@@ -121,15 +122,6 @@ class LlamaCppChat:
         if "choices" not in reply:  # xllamacpp reports a bad request as a dict, not an exception
             raise BackendError(f"llama.cpp refused the request: {reply.get('error', reply)}")
         return _reply_from_openai_dict(reply, self.name, time.perf_counter() - started)
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def reply_key(model_identity: str, request: dict) -> str:
