@@ -1,12 +1,16 @@
 """Qdrant collections: embedded (:memory: or a folder) by default, a server by URL to scale out.
 
+Qdrant locks a folder for one client, so every VectorStore of a process on one folder shares one client.
 Taught in lessons/02_embeddings.ipynb.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
+import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -14,7 +18,7 @@ import numpy as np
 
 from ragkit.config import load_settings
 from ragkit.corpus import Doc, Hit
-from ragkit.errors import BackendUnreachable, CorpusError
+from ragkit.errors import BackendError, BackendUnreachable, CorpusError
 
 ID_NAMESPACE = uuid.UUID("6f1c1c1e-3b8e-4d52-9d1a-2a1c0ffee000")
 PAYLOAD_FIELDS = ("id", "text", "title", "source", "lang", "topic", "parent_id")
@@ -29,15 +33,14 @@ class VectorStore:
     """A Qdrant client opened on ':memory:', a local folder, or an http(s) URL."""
 
     def __init__(self, location: str | Path | None = None, *, api_key: str | None = None):
-        from qdrant_client import QdrantClient
-
         self.location = str(location or load_settings().store)
-        if self.location.startswith(("http://", "https://")):
-            self._client = QdrantClient(url=self.location, api_key=api_key, timeout=10)
-        elif self.location == ":memory:":
-            self._client = QdrantClient(":memory:")
+        if self.location == ":memory:" or self.location.startswith(("http://", "https://")):
+            self._client = _private_client(self.location, api_key)
+            self._release = weakref.finalize(self, self._client.close)
         else:
-            self._client = QdrantClient(path=self.location)
+            folder = str(Path(self.location).expanduser().resolve())
+            self._client = _acquire_folder(folder)
+            self._release = weakref.finalize(self, _release_folder, folder)
 
     def create(self, name: str, dim: int, *, recreate: bool = False) -> None:
         """Make a cosine collection of the given dimension (kept if it exists, unless recreate)."""
@@ -78,11 +81,66 @@ class VectorStore:
             return self._client.count(name, exact=True).count
 
     def close(self) -> None:
-        """Release the client (a local folder can then be opened again)."""
-        self._client.close()
+        """Release the client; a folder's shared client closes (and unlocks) when its last store closes."""
+        self._release()
 
     def _reachable(self):
         return _qdrant_errors(self.location)
+
+
+def _private_client(location: str, api_key: str | None):
+    """A client of this store alone: its own in-memory database, or a connection to a server."""
+    from qdrant_client import QdrantClient
+
+    if location == ":memory:":
+        return QdrantClient(":memory:")
+    return QdrantClient(url=location, api_key=api_key, timeout=10)
+
+
+@dataclass
+class _SharedClient:
+    """The one client a process keeps on a folder, and how many open VectorStores use it."""
+
+    client: object
+    users: int = 0
+
+
+_FOLDERS: dict[str, _SharedClient] = {}
+_FOLDERS_LOCK = threading.Lock()
+
+
+def _acquire_folder(folder: str):
+    """The process's client on this (resolved) folder, opened on first use, with one more user."""
+    with _FOLDERS_LOCK:
+        if folder not in _FOLDERS:
+            _FOLDERS[folder] = _SharedClient(_open_folder(folder))
+        _FOLDERS[folder].users += 1
+        return _FOLDERS[folder].client
+
+
+def _release_folder(folder: str) -> None:
+    """One user fewer; the last one closes the client, which frees the folder for other processes."""
+    with _FOLDERS_LOCK:
+        shared = _FOLDERS[folder]
+        shared.users -= 1
+        if shared.users == 0:
+            del _FOLDERS[folder]
+            shared.client.close()
+
+
+def _open_folder(folder: str):
+    """A Qdrant client on a folder, or an error that says what to do if another process holds it."""
+    from qdrant_client import QdrantClient
+
+    try:
+        return QdrantClient(path=folder)
+    except RuntimeError as err:
+        if "already accessed" not in str(err):
+            raise
+        raise BackendError(
+            f"the Qdrant folder {folder} is in use by another process (another notebook kernel or "
+            "script): close or restart that kernel or process, or point RAGKIT_STORE at another folder, "
+            "at :memory:, or at a Qdrant server URL such as http://localhost:6333") from err
 
 
 def _filter(where: dict | None):

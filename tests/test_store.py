@@ -1,11 +1,19 @@
 """ragkit.store: Qdrant in memory and in a folder, with small hand-made vectors (no model)."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.errors import BackendUnreachable, CorpusError
+from ragkit.dense import DenseIndex
+from ragkit.errors import BackendError, BackendUnreachable, CorpusError
 from ragkit.store import VectorStore, point_id
+from tests.fakes import HashingEmbedder
+
+HOLD_FOLDER = ("import sys, time; from qdrant_client import QdrantClient; c = QdrantClient(path=sys.argv[1]); "
+               "print('locked', flush=True); time.sleep(120)")
 
 DOCS = [
     Doc("en-annual-01", "Annual leave is 25 days.", title="Annual leave", source="handbook/en", lang="en",
@@ -108,3 +116,81 @@ def test_a_qdrant_url_with_nothing_listening_says_what_to_do(free_port):
         vector_store.upsert("docs", DOCS, VECTORS)
     with pytest.raises(BackendUnreachable):
         vector_store.search("docs", VECTORS[0])
+
+
+@pytest.fixture
+def two_indexes(tmp_path, monkeypatch):
+    """Two DenseIndex objects made as lessons make them: RAGKIT_STORE names one folder for both."""
+    monkeypatch.setenv("RAGKIT_STORE", str(tmp_path / "qdrant"))
+    docs = DenseIndex(DOCS[:2], embedder=HashingEmbedder(), collection="docs")
+    children = DenseIndex(DOCS[2:], embedder=HashingEmbedder(), collection="children")
+    yield docs, children
+    docs.store.close()
+    children.store.close()
+
+
+def test_two_indexes_on_one_folder_keep_their_collections_apart(two_indexes):
+    docs, children = two_indexes
+    assert {h.id for h in docs.search("annual leave days", k=4)} == {"en-annual-01", "en-annual-01#2"}
+    assert {h.id for h in children.search("annual leave days", k=4)} == {"vi-leave-01", "en-sick-01"}
+    assert (docs.store.count("docs"), docs.store.count("children")) == (2, 2)  # one folder, both collections
+
+
+def test_closing_one_store_leaves_the_other_on_the_folder_usable(two_indexes):
+    docs, children = two_indexes
+    docs.store.close()
+    docs.store.close()  # a second close must not take the other store's share of the client
+    assert [h.id for h in children.search("sick absences", k=1)] == ["en-sick-01"]
+    assert children.store.count("docs") == 2
+
+
+def test_closing_every_store_frees_the_folder_and_keeps_the_data(tmp_path):
+    from qdrant_client import QdrantClient
+
+    first, second = VectorStore(tmp_path / "qdrant"), VectorStore(str(tmp_path / "qdrant" / ".." / "qdrant"))
+    first.create("docs", dim=3)
+    first.upsert("docs", DOCS, VECTORS)
+    second.create("kb", dim=3)
+    first.close()
+    second.close()
+    raw = QdrantClient(path=str(tmp_path / "qdrant"))  # Qdrant refuses this while any client holds the folder
+    try:
+        assert raw.count("docs").count == 4 and raw.collection_exists("kb")
+    finally:
+        raw.close()
+
+
+def test_in_memory_stores_stay_separate():
+    first, second = VectorStore(":memory:"), VectorStore(":memory:")
+    first.create("docs", dim=3)
+    first.upsert("docs", DOCS, VECTORS)
+    second.create("docs", dim=3)
+    assert (first.count("docs"), second.count("docs")) == (4, 0)
+    first.close()
+    second.close()
+
+
+def test_a_folder_another_process_holds_says_what_to_do(tmp_path):
+    folder = tmp_path / "qdrant"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FOLDER, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(BackendError, match="is in use by another process") as err:
+            VectorStore(folder)
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(err.value)
+    assert not isinstance(err.value, RuntimeError)
+    assert all(advice in message for advice in ("close or restart that kernel", "another folder",
+                                                ":memory:", "http://localhost:6333"))
+    VectorStore(folder).close()  # the failed attempt left nothing behind: the folder opens once it is free
+
+
+def test_a_store_dropped_without_closing_frees_the_folder(tmp_path):
+    from qdrant_client import QdrantClient
+
+    store = VectorStore(tmp_path / "qdrant")
+    store.create("docs", dim=3)
+    del store  # as when a notebook cell rebinds its variable
+    QdrantClient(path=str(tmp_path / "qdrant")).close()
