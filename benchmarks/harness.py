@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.config import package_version
+from ragkit import config
 from ragkit.corpus import Doc, Question, read_jsonl
 from ragkit.errors import CorpusError
 from ragkit.evaluate import format_table
@@ -38,9 +38,8 @@ KEY_PACKAGES = ("ragkit", "numpy", "torch", "transformers", "sentence-transforme
 
 
 def evaldata_dir() -> Path:
-    """The evaluation data root: $RAGKIT_EVALDATA, else <project>/../shared/evaldata."""
-    configured = os.environ.get(EVALDATA_VARIABLE)
-    root = Path(configured).expanduser() if configured else PROJECT.parent / "shared" / "evaldata"
+    """The evaluation data root (ragkit.config.evaldata_dir), or a clear error if it is not there."""
+    root = config.evaldata_dir()
     if not root.is_dir():
         raise FileNotFoundError(f"no evaluation data folder at {root}: set {EVALDATA_VARIABLE} to the folder "
                                 "that holds scifact/, hotpotqa/, ...")
@@ -198,8 +197,6 @@ def git_commit(project: Path = PROJECT) -> str | None:
 def environment() -> dict:
     """Python, platform, cores, torch threads (if torch is loaded), key package versions, commit, date."""
     torch = sys.modules.get("torch")
-    settings = {k: v for k, v in os.environ.items()
-                if k.startswith("RAGKIT_") and not re.search(r"KEY|TOKEN|SECRET|PASSWORD", k)}
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -207,8 +204,8 @@ def environment() -> dict:
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "torch_threads": torch.get_num_threads() if hasattr(torch, "get_num_threads") else None,
-        "packages": {name: package_version(name) for name in KEY_PACKAGES},
-        "ragkit_settings": settings,
+        "packages": {name: config.package_version(name) for name in KEY_PACKAGES},
+        "ragkit_settings": config.ragkit_variables(),
         "git_commit": git_commit(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

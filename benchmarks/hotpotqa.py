@@ -76,14 +76,15 @@ import numpy as np  # noqa: E402
 from harness import RESULTS_DIR, StageRecorder, evaldata_dir, write_result  # noqa: E402
 from scifact import bm25_hits, encode_corpus, positive_int, rank_by_scores, set_threads  # noqa: E402
 from ragkit import models  # noqa: E402
+from ragkit.config import load_settings  # noqa: E402
 from ragkit.corpus import Doc, Hit, Question, read_jsonl  # noqa: E402
 from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
-from ragkit.embedding_cache import EMBEDDINGS_DIR  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
 from ragkit.evaluate import answers_of, exact_match, supporting_evidence_recall, token_f1  # noqa: E402
 from ragkit.fusion import RRF_K, interleave, reciprocal_rank_fusion  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
+from ragkit.model_cache import EMBEDDINGS_DIR  # noqa: E402
 from ragkit.reasoning import excerpts_text  # noqa: E402
 from ragkit.text import search_tokenize, split_sentences, tokenize  # noqa: E402
 
@@ -495,7 +496,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--k", type=positive_int, default=3, help="CoT-RAG: paragraphs retrieved per step")
     add("--bm25-tokenizer", choices=tuple(TOKENIZERS), default="search",
         help="search: folded, stemmed, stop words dropped; words: plain lowercase words")
-    add("--threads", type=positive_int, default=int(os.environ.get("RAGKIT_THREADS", 2)),
+    add("--threads", type=positive_int, default=load_settings().threads,
         help="CPU threads for the embedder and llama.cpp (1 is faster on a busy CPU)")
     add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
     return parser.parse_args(argv)

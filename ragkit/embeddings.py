@@ -6,12 +6,12 @@ Taught in lessons/00_setup.ipynb and lessons/02_embeddings.ipynb.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
 
+from ragkit.config import hub_offline
 from ragkit.errors import BackendError, ModelNotFound
 from ragkit.llm import _ollama_errors, installed_ollama_models, openai_errors, pick_ollama_model
 
@@ -79,7 +79,7 @@ def _local_model_dir(name_or_path: str | Path) -> str:
     path = Path(name_or_path).expanduser()
     if path.exists():
         return str(path)
-    if os.environ.get("HF_HUB_OFFLINE") == "1" or str(name_or_path).startswith(("/", ".", "~")):
+    if hub_offline() or str(name_or_path).startswith(("/", ".", "~")):
         raise ModelNotFound(f"no model directory at {name_or_path}: give a local path, or unset "
                             "HF_HUB_OFFLINE on a machine online to let it download by name")
     return str(name_or_path)

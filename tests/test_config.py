@@ -1,11 +1,13 @@
 """ragkit.config and the backend resolution in ragkit.models: settings, specs and their errors."""
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
 from ragkit import llm
-from ragkit.config import Settings, load_settings, split_spec
+from ragkit.config import (PROJECT_DIR, Settings, cache_dir, data_dir, evaldata_dir, hub_offline, load_settings,
+                           openai_settings, ragkit_variables, split_spec)
 from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.models import EMBEDDER_KINDS, LLM_KINDS
 
@@ -92,6 +94,42 @@ def test_an_unknown_key_in_the_toml_is_named(tmp_path):
 def test_a_broken_toml_is_a_config_error_naming_the_file(tmp_path):
     with pytest.raises(ConfigError, match="cannot read the config file .*ragkit.toml"):
         load_settings({}, write_toml(tmp_path, 'llm = "local\n'))
+
+
+@pytest.mark.parametrize("setting, variable, default", [
+    (data_dir, "RAGKIT_DATA", PROJECT_DIR / "data"),
+    (cache_dir, "RAGKIT_CACHE", PROJECT_DIR / ".cache"),
+    (evaldata_dir, "RAGKIT_EVALDATA", PROJECT_DIR.parent / "shared" / "evaldata"),
+])
+def test_folders_default_beside_the_project_and_follow_their_variable(setting, variable, default, tmp_path):
+    assert setting(environ={}) == default
+    assert setting(environ={variable: ""}) == default  # an empty variable does not override
+    assert setting(environ={variable: str(tmp_path)}) == tmp_path
+    assert setting(environ={variable: "~/elsewhere"}) == Path("~/elsewhere").expanduser()
+
+
+def test_folders_are_read_from_the_process_environment_when_called(monkeypatch, tmp_path):
+    monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path))
+    assert cache_dir() == tmp_path
+
+
+@pytest.mark.parametrize("value, offline", [
+    (None, False), ("", False), ("0", False), ("false", False),
+    ("1", True), ("true", True), ("ON", True), (" yes ", True),
+])
+def test_hub_offline_reads_hf_hub_offline_as_the_hub_does(value, offline):
+    assert hub_offline(environ={} if value is None else {"HF_HUB_OFFLINE": value}) is offline
+
+
+def test_openai_settings_are_none_unless_set():
+    assert openai_settings(environ={"OPENAI_BASE_URL": ""}) == {"base_url": None, "api_key": None}
+    assert openai_settings(environ={"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "k"}) == {
+        "base_url": "http://x/v1", "api_key": "k"}
+
+
+def test_ragkit_variables_leave_out_other_and_secret_looking_names():
+    environ = {"RAGKIT_LLM": "local", "RAGKIT_API_KEY": "hush", "RAGKIT_HF_TOKEN": "t", "HOME": "/root"}
+    assert ragkit_variables(environ=environ) == {"RAGKIT_LLM": "local"}
 
 
 @pytest.mark.parametrize("spec, parts", [

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks import harness
+from ragkit import config
 from benchmarks.harness import (
     Stage,
     StageRecorder,
@@ -30,7 +31,7 @@ def test_evaldata_dir_follows_the_variable(tmp_path, monkeypatch):
 
 def test_evaldata_dir_defaults_to_shared_evaldata_beside_the_project(tmp_path, monkeypatch):
     monkeypatch.delenv("RAGKIT_EVALDATA", raising=False)
-    monkeypatch.setattr(harness, "PROJECT", tmp_path / "main")
+    monkeypatch.setattr(config, "PROJECT_DIR", tmp_path / "main")
     (tmp_path / "shared" / "evaldata").mkdir(parents=True)
     assert evaldata_dir() == tmp_path / "shared" / "evaldata"
 

@@ -1,4 +1,4 @@
-"""ragkit.reply_cache: stored chat replies, and the real local model reusing them."""
+"""ragkit.model_cache, chat replies: stored replies, and the real local model reusing them."""
 
 import sqlite3
 
@@ -6,7 +6,7 @@ import pytest
 
 from ragkit.config import load_settings
 from ragkit.llm import ChatReply, LlamaCppChat, reply_key, smollm2_path
-from ragkit.reply_cache import ReplyCache
+from ragkit.model_cache import ReplyCache
 
 REQUEST = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8, "seed": 0}
 
@@ -22,9 +22,11 @@ def test_a_stored_reply_comes_back_equal(tmp_path):
 
 def test_a_damaged_entry_counts_as_missing(tmp_path):
     cache = ReplyCache(tmp_path)
+    cache.put("k", ChatReply("Blue.", "m"))  # the file and its table exist once something is stored
     with sqlite3.connect(cache.path) as db:
-        db.execute("INSERT INTO replies VALUES ('k', 'not json')")
-    assert cache.get("k") is None
+        db.execute("UPDATE replies SET reply = 'not json' WHERE key = 'k'")
+    with pytest.warns(UserWarning, match="damaged"):
+        assert cache.get("k") is None
 
 
 def test_the_key_ignores_key_order_and_sees_every_field():

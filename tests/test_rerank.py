@@ -131,6 +131,6 @@ def test_reranker_settings_say_what_to_do(fresh_models, monkeypatch, tmp_path):
         fresh_models.reranker("cohere")
     with pytest.raises(ModelNotFound, match="no model directory"):
         fresh_models.reranker(f"flag:{tmp_path}/missing")
-    monkeypatch.setattr("ragkit.reranker_training.CACHE_DIR", tmp_path)
+    monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path))
     with pytest.raises(ModelNotFound, match="train_course_reranker"):
         fresh_models.reranker("course")
