@@ -214,22 +214,28 @@ def decompose(question: str, meter: Meter, *, max_steps: int, constrain: str = "
 
 def parse_steps(text: str, *, max_steps: int) -> tuple[list[str], list[str]]:
     """Steps from JSON, a numbered or bulleted list, broken JSON or bare question lines; never raises."""
-    warnings: list[str] = []
-    items = json_items(text)
-    if items is None:
-        items = marked_lines(text)
-    if not items and '"' in (text or ""):
-        items = [clean_item(s) for s in re.findall(r'"((?:[^"\\\n]|\\.){3,})"', text) if s != "steps"]
-        if items:
-            warnings.append("the reply was broken JSON; read the quoted strings in it as steps")
-    if not items:
-        items = [clean_item(line) for line in (text or "").splitlines() if line.strip().endswith("?")]
-        if items:
-            warnings.append("the reply had no numbered list; read each question line in it as a step")
-    steps, notes = drop_repeats(items)
+    items, problem = json_items(text)
+    warnings = [problem] if problem else []
+    if items is None and not problem:
+        items, warnings = _steps_without_json(text or "")
+    steps, notes = drop_repeats(items or [])
     if len(steps) > max_steps:
         notes.append(f"kept the first {max_steps} of {len(steps)} steps")
     return steps[:max_steps], warnings + notes
+
+
+def _steps_without_json(text: str) -> tuple[list[str], list[str]]:
+    """Steps from a reply without valid JSON: its marked lines, else its quoted strings, else its questions."""
+    items = marked_lines(text)
+    if not items and '"' in text:
+        items = [clean_item(s) for s in re.findall(r'"((?:[^"\\\n]|\\.){3,})"', text) if s != "steps"]
+        if items:
+            return items, ["the reply was broken JSON; read the quoted strings in it as steps"]
+    if not items:
+        items = [clean_item(line) for line in text.splitlines() if line.strip().endswith("?")]
+        if items:
+            return items, ["the reply had no numbered list; read each question line in it as a step"]
+    return items, []
 
 
 def run_step(number: int, thought: str, sub_query: str, search: Search, meter: Meter, *, k: int,

@@ -58,18 +58,73 @@ def check_max_steps(max_steps: int) -> int:
     return max_steps
 
 
-def json_items(text: str, key: str = "steps") -> list[str] | None:
-    """The strings of a JSON list (or of the `key` list of a JSON object) in the text; None if none."""
-    for candidate in (text, *re.findall(r"\{.*\}|\[.*\]", text or "", flags=re.S)):
+def json_items(text: str, key: str = "steps") -> tuple[list[str] | None, str]:
+    """The strings of the reply's JSON list (or of its object's `key` list), and what was wrong with it.
+
+    (None, "") if the reply holds no JSON; (None, warning) if its JSON is not a list of strings.
+    A bare JSON string is read as text, and a list in chatter only counts if it holds strings.
+    """
+    shape = ""
+    for value, whole in _json_values(text or ""):
+        found = _keyed_list(value, key)
+        strings = [v for v in found if isinstance(v, str)] if isinstance(found, list) else []
+        if isinstance(found, list) and (strings or not found):
+            return [clean_item(s) for s in strings], _dropped_note(found)
+        if (whole and not isinstance(value, str)) or isinstance(value, dict):
+            shape = shape or _shape(value, key)
+    return None, shape and f"the reply was valid JSON of the wrong shape: {shape}, not a list of strings"
+
+
+def _json_values(text: str):
+    """(value, whole?) for the text parsed whole, then for each {...} or [...] in it that parses."""
+    candidates = [(text, True)] + [(c, False) for c in re.findall(r"\{.*\}|\[.*\]", text, flags=re.S)]
+    for candidate, whole in candidates:
         try:
-            value = json.loads(candidate)
-        except (json.JSONDecodeError, TypeError):
+            yield json.loads(candidate), whole
+        except (json.JSONDecodeError, RecursionError):
             continue
-        if isinstance(value, dict):
-            value = value.get(key, next((v for v in value.values() if isinstance(v, list)), None))
-        if isinstance(value, list):
-            return [clean_item(str(v)) for v in value if isinstance(v, (str, int, float))]
-    return None
+
+
+def _keyed_list(value, key: str):
+    """The object's `key` value (or its first list), the value itself if it is not an object."""
+    if not isinstance(value, dict):
+        return value
+    return value.get(key, next((v for v in value.values() if isinstance(v, list)), value))
+
+
+_KINDS = {bool: ("true/false", "true/false values"), int: ("a number", "numbers"), float: ("a number", "numbers"),
+          str: ("a string", "strings"), dict: ("an object", "objects"), list: ("a list", "lists"),
+          type(None): ("null", "nulls")}
+
+
+def _kind(value) -> str:
+    """What a JSON value is, in words: 'a number', 'a list of numbers and objects'."""
+    if isinstance(value, list):
+        return f"a list of {_kinds(value)}" if value else "an empty list"
+    return _KINDS[type(value)][0]
+
+
+def _kinds(values: list) -> str:
+    """What the values of a JSON list are, in words: 'numbers and objects'."""
+    return " and ".join(sorted({_KINDS[type(v)][1] for v in values}))
+
+
+def _shape(value, key: str) -> str:
+    """The shape of JSON that holds no list of strings, for a warning."""
+    if isinstance(value, dict) and key in value:
+        return f'"{key}" is {_kind(value[key])}'
+    if isinstance(value, dict):
+        keys = ", ".join(f'"{k}"' for k in list(value)[:5]) or "none"
+        return f'an object without a "{key}" list (keys: {keys})'
+    return _kind(value)
+
+
+def _dropped_note(items: list) -> str:
+    """A warning naming the JSON list items that were not strings ('' if all were)."""
+    others = [v for v in items if not isinstance(v, str)]
+    if not others:
+        return ""
+    return f"dropped {len(others)} of {len(items)} JSON items that were not strings ({_kinds(others)})"
 
 
 def marked_lines(text: str) -> list[str]:
@@ -165,11 +220,6 @@ def excerpts_text(hits: Sequence[Hit], *, max_chars: int = 500) -> str:
     """Hits as numbered excerpts for a prompt: '[1] title: text'."""
     return "\n".join(f"[{i}] {shorten(passage_text(hit.doc).replace(chr(10), ': ', 1), max_chars)}"
                      for i, hit in enumerate(hits, start=1))
-
-
-def md_cell(text: str, limit: int = 200) -> str:
-    """Text made safe for one markdown table cell."""
-    return shorten(str(text), limit).replace("|", "\\|") or "—"
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str = "",

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from ragkit import models
 from ragkit.corpus import check_query
 from ragkit.llm import ChatModel
-from ragkit.reasoning import json_items
+from ragkit.reasoning import clean_item, drop_repeats, json_items, length_warning
 
 MAX_QUERIES = 5
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d+:)\s*", re.I)  # "- ", "1.", "2)", "Q3:" before a question
 
 REWRITE_PROMPT = [
     {"role": "system", "content": "Rewrite the search query as one clear, complete question in the same "
@@ -37,13 +38,14 @@ MULTI_QUERY_PROMPT = [
 
 @dataclass(frozen=True)
 class Rewrite:
-    """The queries a rewrite produced, the model's raw reply, and anything that went wrong."""
+    """The queries a rewrite produced, the raw reply, what went wrong, and if it was cut at the token limit."""
 
     original: str
     queries: tuple[str, ...]
     raw: str = ""
     warnings: tuple[str, ...] = ()
     seconds: float = 0.0
+    truncated: bool = False
 
 
 def questions_schema(n: int = MAX_QUERIES) -> dict:
@@ -54,15 +56,16 @@ def questions_schema(n: int = MAX_QUERIES) -> dict:
 
 
 def rewrite_query(query: str, *, chat: ChatModel | None = None) -> Rewrite:
-    """One rewritten query; an empty reply keeps the original query and says so."""
+    """One rewritten query; an empty reply keeps the original query, and a cut-off one is flagged."""
     chat = chat or models.chat_model()
     reply = chat.chat(REWRITE_PROMPT + [{"role": "user", "content": check_query(query)}], max_tokens=32,
                       stop=["\n"])
-    text = _strip_quotes(reply.text)
+    cut = length_warning(reply, "rewriting the query")
+    text = clean_item(reply.text)
     if not text:
-        return Rewrite(query, (query,), reply.text, ("the model returned an empty rewrite; kept the "
-                                                     "original query",), reply.seconds)
-    return Rewrite(query, (text,), reply.text, (), reply.seconds)
+        return Rewrite(query, (query,), reply.text, (*cut, "the model returned an empty rewrite; kept the "
+                                                           "original query"), reply.seconds, bool(cut))
+    return Rewrite(query, (text,), reply.text, tuple(cut), reply.seconds, bool(cut))
 
 
 def multi_query(query: str, *, chat: ChatModel | None = None, n: int = MAX_QUERIES,
@@ -75,37 +78,23 @@ def multi_query(query: str, *, chat: ChatModel | None = None, n: int = MAX_QUERI
               for m in MULTI_QUERY_PROMPT]
     reply = chat.chat(prompt + [{"role": "user", "content": check_query(query)}], max_tokens=150,
                       json_schema=questions_schema(n) if constrained else None)
+    cut = length_warning(reply, "writing the search questions")
     questions, warnings = parse_questions(reply.text, limit=n)
     if not questions:
         warnings.append("no questions could be read from the reply; searching with the original query only")
-    queries = _unique(([query] if keep_original or not questions else []) + questions)
-    return Rewrite(query, tuple(queries), reply.text, tuple(warnings), reply.seconds)
+    # a question that repeats the original query (or another question) is searched once, without a warning
+    queries, _ = drop_repeats(([query] if keep_original or not questions else []) + questions)
+    return Rewrite(query, tuple(queries), reply.text, tuple(cut + warnings), reply.seconds, bool(cut))
 
 
 def parse_questions(text: str, *, limit: int = MAX_QUERIES) -> tuple[list[str], list[str]]:
-    """Questions from a JSON reply, or from its lines if the JSON is broken; never raises."""
-    warnings: list[str] = []
-    items = json_items(text, key="questions")
-    if items is None:
+    """Questions from a JSON reply (none if its JSON has the wrong shape), else from its lines; never raises."""
+    items, problem = json_items(text, key="questions")
+    warnings = [problem] if problem else []
+    if items is None and not problem:
         warnings.append("the reply was not valid JSON; read it line by line instead")
-        items = [re.sub(r"^\s*(?:[-*•]|\d+[.)]|q\d+:)\s*", "", line, flags=re.I) for line in text.splitlines()]
-    questions = _unique(_strip_quotes(str(item)) for item in items if isinstance(item, (str, int, float)))
-    if len(questions) < len([i for i in items if str(i).strip()]):
-        warnings.append("dropped empty or repeated questions")
+        items = [clean_item(_LIST_MARKER.sub("", line)) for line in (text or "").splitlines()]
+    questions, repeats = drop_repeats(items or [], label="question")
     if len(questions) > limit:
-        warnings.append(f"kept the first {limit} of {len(questions)} questions")
-    return questions[:limit], warnings
-
-
-def _strip_quotes(text: str) -> str:
-    return text.strip().strip("\"'“”`").strip()
-
-
-def _unique(texts) -> list[str]:
-    seen, kept = set(), []
-    for text in texts:
-        key = text.strip().casefold()
-        if key and key not in seen:
-            seen.add(key)
-            kept.append(text.strip())
-    return kept
+        repeats.append(f"kept the first {limit} of {len(questions)} questions")
+    return questions[:limit], warnings + repeats

@@ -446,14 +446,20 @@ def final_answer(question: str, steps: Sequence[RwRStep], meter: Meter, *, cot_a
     options = {"grammar": f'root ::= "{ANSWER_LEAD} " [^\\n]{{1,80}}\n'} if mode == "grammar" else {}
     reply = meter.chat(ANSWER_PROMPT + [{"role": "user", "content": f"Question: {question}\nFacts:\n{facts}"}],
                        max_tokens=40, stop=["\n"], **options)
-    match = _ANSWER.search(reply.text or "")
-    answer = clean_answer(reply.text[match.end():] if match else reply.text or "")
+    answer = parse_answer(reply.text)
     warnings = length_warning(reply, "writing the final answer")
     if not answer:
         return cot_answer, warnings + ["the model gave no final answer; kept the chain-of-thought answer"]
     if not any(s.verdict in ("confirmed", "corrected") for s in steps):
         warnings.append("no step was confirmed or corrected by evidence: the answer rests on unverified steps")
     return answer, warnings
+
+
+def parse_answer(text: str) -> str:
+    """The answer in a final-answer reply: what follows 'the answer is' (else the whole reply), cleaned."""
+    text = text or ""
+    match = _ANSWER.search(text)
+    return clean_answer(text[match.end():] if match else text)
 
 
 # --- evidence scorers (no LLM needed) --------------------------------------------------------------

@@ -243,6 +243,18 @@ def test_parse_steps_reads_broken_json_and_says_so():
     assert warnings == ["the reply was broken JSON; read the quoted strings in it as steps"]
 
 
+@pytest.mark.parametrize("text, shape", [('{"steps": 3}', '"steps" is a number'),
+                                         ('{"steps": [{"q": "Which fortress?"}]}', '"steps" is a list of objects')])
+def test_parse_steps_reads_nothing_from_json_of_the_wrong_shape_and_says_so(text, shape):
+    assert parse_steps(text, max_steps=4) == ([], [f"the reply was valid JSON of the wrong shape: {shape}, not a "
+                                                   "list of strings"])
+
+
+def test_parse_steps_reads_a_numbered_list_with_a_citation_as_a_list():
+    assert parse_steps("1. Which fortress? [1]\n2. When was it founded?", max_steps=4) == (
+        ["Which fortress? [1]", "When was it founded?"], [])
+
+
 def test_cited_steps_reads_every_citation_form():
     assert cited_steps("A [S1], B [S2, S3] and [S1][s4]; [1] is no step; S5 is bare.") == (1, 2, 3, 4)
     assert cited_steps("") == ()

@@ -3,6 +3,7 @@ import json
 import pytest
 
 from ragkit.errors import EmptyQueryError
+from ragkit.llm import ChatReply
 from ragkit.rewrite import multi_query, parse_questions, questions_schema, rewrite_query
 from tests.fakes import ScriptedChat
 
@@ -30,7 +31,7 @@ def test_parse_questions_reads_json_and_drops_repeats():
     text = json.dumps({"questions": ["How many days?", "how many days? ", "", "Who approves?"]})
     questions, warnings = parse_questions(text)
     assert questions == ["How many days?", "Who approves?"]
-    assert warnings == ["dropped empty or repeated questions"]
+    assert warnings == ["question 2 repeated question 1; dropped it"]
 
 
 def test_parse_questions_accepts_a_bare_list_and_caps_it():
@@ -50,8 +51,38 @@ def test_broken_json_is_read_line_by_line_and_said():
 
 
 def test_nothing_readable_gives_no_questions():
-    assert parse_questions("")[0] == []
-    assert parse_questions('{"questions": 3}')[0] == ['{"questions": 3}']
+    assert parse_questions("") == ([], ["the reply was not valid JSON; read it line by line instead"])
+
+
+@pytest.mark.parametrize("text, shape", [
+    ('{"questions": 3}', '"questions" is a number'),
+    ('{"questions": "How many days?"}', '"questions" is a string'),
+    ('{"questions": {"first": "How many days?"}}', '"questions" is an object'),
+    ('{"questions": [1, 2.5]}', '"questions" is a list of numbers'),
+    ('{"questions": [{"q": "How many days?"}, null]}', '"questions" is a list of nulls and objects'),
+    ('[1, 2]', "a list of numbers"),
+    ('{"topic": "leave", "days": 25}', 'an object without a "questions" list (keys: "topic", "days")'),
+    ("25", "a number"),
+    ("true", "true/false"),
+    ('Sure! {"questions": 3} Hope it helps.', '"questions" is a number'),
+])
+def test_json_of_the_wrong_shape_gives_no_question_and_names_its_shape(text, shape):
+    questions, warnings = parse_questions(text)
+    assert questions == []
+    assert warnings == [f"the reply was valid JSON of the wrong shape: {shape}, not a list of strings"]
+
+
+def test_items_that_are_not_strings_are_dropped_and_counted():
+    questions, warnings = parse_questions('{"questions": ["How many days?", 3, {"q": "Who?"}]}')
+    assert questions == ["How many days?"]
+    assert warnings == ["dropped 2 of 3 JSON items that were not strings (numbers and objects)"]
+
+
+def test_a_quoted_line_or_a_citation_list_is_text_not_json():
+    assert parse_questions('"How many days?"')[0] == ["How many days?"]
+    questions, warnings = parse_questions("1. How many days? [1]\n2. Who approves?")
+    assert questions == ["How many days? [1]", "Who approves?"]
+    assert warnings == ["the reply was not valid JSON; read it line by line instead"]
 
 
 def test_multi_query_keeps_the_original_first_and_constrains_the_reply():
@@ -65,6 +96,45 @@ def test_multi_query_with_junk_falls_back_visibly():
     result = multi_query("my query", chat=ScriptedChat(""), keep_original=False)
     assert result.queries == ("my query",)
     assert any("original query only" in w for w in result.warnings)
+
+
+def test_multi_query_with_json_of_the_wrong_shape_searches_the_original_only():
+    result = multi_query("my query", chat=ScriptedChat('{"questions": 3}'), keep_original=False)
+    assert result.queries == ("my query",) and not result.truncated
+    assert result.warnings == ('the reply was valid JSON of the wrong shape: "questions" is a number, not a list '
+                               "of strings", "no questions could be read from the reply; searching with the "
+                               "original query only")
+
+
+def test_a_question_equal_to_the_original_query_is_searched_once():
+    result = multi_query("How many days?", chat=ScriptedChat('{"questions": ["how many days", "Who?"]}'))
+    assert result.queries == ("How many days?", "Who?")
+
+
+CUT = "the model hit the token limit while {}: its reply was cut off"
+
+
+def test_a_rewrite_cut_at_the_token_limit_is_flagged_and_counted():
+    replies = [ChatReply("What are the rules for working from home with a", "m", 9, 32, finish_reason="length"),
+               ChatReply("What are the rules?", "m", 9, 5, finish_reason="stop"),
+               ChatReply("", "m", 9, 32, finish_reason="length")]
+    rewrites = [rewrite_query("wfh rules", chat=ScriptedChat(reply)) for reply in replies]
+    assert [r.truncated for r in rewrites] == [True, False, True]
+    assert sum(r.truncated for r in rewrites) == 2
+    assert rewrites[0].queries == ("What are the rules for working from home with a",)
+    assert rewrites[0].warnings == (CUT.format("rewriting the query"),)
+    assert rewrites[1].warnings == ()
+    assert rewrites[2].queries == ("wfh rules",)
+    assert rewrites[2].warnings == (CUT.format("rewriting the query"),
+                                    "the model returned an empty rewrite; kept the original query")
+
+
+def test_multi_query_cut_at_the_token_limit_is_flagged_and_its_broken_json_read_by_line():
+    cut = ChatReply('{"questions": ["A?", "B?",\n"C', "m", 9, 150, finish_reason="length")
+    result = multi_query("my query", chat=ScriptedChat(cut))
+    assert result.truncated and result.warnings[0] == CUT.format("writing the search questions")
+    assert "the reply was not valid JSON; read it line by line instead" in result.warnings
+    assert not multi_query("my query", chat=ScriptedChat('{"questions": ["A?"]}')).truncated
 
 
 def test_multi_query_checks_n():

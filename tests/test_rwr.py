@@ -7,8 +7,9 @@ from ragkit.corpus import Doc, Hit
 from ragkit.errors import EmptyQueryError
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatReply
-from ragkit.rwr import (VERDICTS, EmbeddingScorer, LLMScorer, ReasoningPath, RwRResult, answer_key, cot_grammar,
-                        cot_prompt, evidence_scorer, parse_cot, parse_verdict, rwr, rwr_vote, self_consistency,
+from ragkit.reasoning import keyword_query, safe_search, step_key
+from ragkit.rwr import (EmbeddingScorer, LLMScorer, ReasoningPath, RwRResult, answer_key, cot_grammar, cot_prompt,
+                        evidence_scorer, parse_answer, parse_cot, parse_verdict, rwr, rwr_vote, self_consistency,
                         tally, verdict_schema, weighted_vote)
 from ragkit.text import search_tokenize
 from tests.fakes import HashingEmbedder, ScriptedChat
@@ -82,9 +83,26 @@ def test_rwr_checks_each_step_and_answers_from_the_revised_steps():
                                 verdict("corrected", "The fortress is on a small island."), "So the answer is 1703."])
 
 
-def test_every_verdict_is_in_the_allowed_set():
-    result, _ = run(COT, verdict("confirmed"), verdict("unverified"), "So the answer is 1703.")
-    assert {s.verdict for s in result.steps} <= set(VERDICTS)
+FIRST = "The fortress was founded in 1703."
+
+
+@pytest.mark.parametrize("reply, expected, text", [
+    (verdict("confirmed"), "confirmed", FIRST),
+    (verdict("Corrected", " It was founded in 1704. "), "corrected", "It was founded in 1704."),
+    (verdict("unverified", "It was founded in 1704."), "unverified", FIRST),  # a correction without 'corrected'
+    ('{"verdict": "true"}', "unverified", FIRST),
+    ("The step is confirmed.", "confirmed", FIRST),
+    ("The step is corrected.", "unverified", FIRST),  # a verdict word gives no correction
+    (verdict("corrected", ""), "unverified", FIRST),
+    (verdict("corrected", "the fortress was founded in 1703"), "unverified", FIRST),
+    ("", "unverified", FIRST),
+])
+def test_each_verdict_reply_gives_the_documented_verdict_and_step_text(reply, expected, text):
+    result, _ = run(COT, reply, verdict("confirmed"), "So the answer is 1703.")
+    step = result.steps[0]
+    assert (step.verdict, step.text, step.original) == (expected, text, FIRST)
+    assert step.corrected == (text if expected == "corrected" else "")
+    assert result.corrected == (expected == "corrected")
 
 
 @pytest.mark.parametrize("mode, first_query", [("keywords", "fortress founded 1703"),
@@ -274,6 +292,12 @@ def test_parse_verdict(text, expected):
     assert parse_verdict(text) == expected
 
 
+@pytest.mark.parametrize("text, answer", [("So the answer is 1703.", "1703"), ("the answer is: \"Paris\"", "Paris"),
+                                          ("1703!", "1703"), ("", ""), ("So the answer is", "")])
+def test_parse_answer(text, answer):
+    assert parse_answer(text) == answer
+
+
 # --- the vote ------------------------------------------------------------------------------------------
 
 def path_text(fact, answer):
@@ -374,16 +398,103 @@ def test_evidence_scorer_is_chosen_by_one_argument():
 
 # --- the real model -------------------------------------------------------------------------------------
 
+def recorded(monkeypatch, chat) -> list:
+    """Every call made to the chat model from now on, as (messages, options, reply); the model is unchanged."""
+    calls, ask = [], chat.chat
+
+    def chat_and_record(messages, **options):
+        reply = ask(messages, **options)
+        calls.append((messages, options, reply))
+        return reply
+
+    monkeypatch.setattr(chat, "chat", chat_and_record)
+    return calls
+
+
+def expected_verdict(step: str, reply: str) -> tuple[str, str]:
+    """(verdict, correction) the docs promise for a verdict reply: 'corrected' needs a new, non-empty step."""
+    found, correction, _ = parse_verdict(reply)
+    if found != "corrected":
+        return found, ""
+    return ("corrected", correction) if correction and step_key(correction) != step_key(step) else ("unverified", "")
+
+
+def evidence_ids(search, step: str, k: int) -> tuple[str, ...]:
+    """The ids the step's keyword query retrieves."""
+    return tuple(hit.id for hit in safe_search(search, keyword_query(step), k=k)[0])
+
+
+def check_rwr_follows_its_replies(result, calls, search):
+    """Steps, verdicts, corrections and answer are what the recorded replies say, through the documented rules."""
+    (_, _, cot), *rest = calls
+    steps, cot_answer, _ = parse_cot(cot.text, max_steps=2)
+    assert [s.original for s in result.steps] == steps and result.cot_answer == cot_answer
+    verdicts = [reply.text for _, options, reply in rest if options.get("json_schema") == verdict_schema()]
+    judged = [s for s in result.steps if s.evidence]
+    assert len(verdicts) == len(judged)  # a step without evidence costs no call
+    assert all(s.sources == evidence_ids(search, s.original, 1) for s in result.steps)
+    assert all((s.verdict, s.corrected) == ("unverified", "") for s in result.steps if not s.evidence)
+    expected = [expected_verdict(s.original, text) for s, text in zip(judged, verdicts)]
+    assert [(s.verdict, s.corrected) for s in judged] == expected
+    assert result.corrected == sum(v == "corrected" for v, _ in expected)
+    assert all(s.text == s.corrected != "" for s in result.steps if s.verdict == "corrected")
+    assert result.tokens == sum(r.prompt_tokens + r.completion_tokens for _, _, r in calls)
+    if not result.steps:
+        assert len(calls) == 1 and result.answer == cot_answer
+        return
+    messages, _, final = calls[-1]
+    assert messages[-1]["content"].endswith("\n".join(f"{s.number}. {s.text}" for s in result.steps))
+    answer = parse_answer(final.text)
+    assert result.answer == (answer or cot_answer)
+    assert answer or "the model gave no final answer; kept the chain-of-thought answer" in result.warnings
+
+
+def check_vote_follows_its_paths(vote, calls, search, scorer):
+    """Each path is its sampled reply, its support the mean clipped best evidence score, the winner the best total."""
+    assert len(calls) == len(vote.paths) == 2  # the embedding scorer asks no model
+    for path, (_, _, reply) in zip(vote.paths, calls):
+        steps, answer, _ = parse_cot(reply.text, max_steps=2)
+        assert (path.text, list(path.steps), path.answer) == (reply.text, steps, answer)
+        hits = [safe_search(search, keyword_query(step), k=1)[0] for step in steps]
+        best = [float(np.clip(scorer.score(step, [h.doc for h in found]).max(), 0, 1)) if found else 0.0
+                for step, found in zip(steps, hits)]
+        assert path.evidence == tuple(map(tuple, hits))
+        assert path.step_support == pytest.approx(best)
+        assert path.support == pytest.approx(float(np.mean(best)) if best else 0.0)
+    totals, counts = {}, {}
+    for path in vote.paths:
+        if answer_key(path.answer):
+            totals[answer_key(path.answer)] = totals.get(answer_key(path.answer), 0.0) + path.support
+            counts[answer_key(path.answer)] = counts.get(answer_key(path.answer), 0) + 1
+    assert (vote.answer == "") == (not totals)
+    if totals:
+        assert counts[answer_key(vote.majority_answer)] == max(counts.values())
+    if totals and max(totals.values()) > 0:
+        assert totals[answer_key(vote.answer)] == pytest.approx(max(totals.values()))
+    elif totals:
+        assert vote.answer == vote.majority_answer
+
+
+def test_the_real_model_checks_hold_for_scripted_replies(monkeypatch):
+    search = BM25Index(DOCS, tokenizer=search_tokenize).search
+    chat = ScriptedChat(COT, verdict("confirmed"), verdict("corrected", "It is on a small island."), "1703")
+    calls = recorded(monkeypatch, chat)
+    check_rwr_follows_its_replies(rwr("When?", search, chat=chat, max_steps=2, k=1), calls, search)
+    chat = ScriptedChat(path_text("The fortress was founded in 1703.", "1703"), path_text("Ships sail.", "noon"))
+    calls = recorded(monkeypatch, chat)
+    vote = rwr_vote("When?", search, chat=chat, paths=2, max_steps=2, k=1, embedder=HashingEmbedder())
+    check_vote_follows_its_paths(vote, calls, search, EmbeddingScorer(HashingEmbedder()))
+
+
 @pytest.mark.model
-def test_rwr_and_the_vote_with_the_real_model_keep_their_invariants(local_chat):
+def test_rwr_and_the_vote_with_the_real_model_follow_the_replies_it_gave(local_chat, monkeypatch):
     search = BM25Index(DOCS, tokenizer=search_tokenize).search
     question = "When was the fortress founded?"
+    calls = recorded(monkeypatch, local_chat)
     result = rwr(question, search, chat=local_chat, max_steps=2, k=1, max_tokens=48)
-    assert result.total_steps <= 2
-    assert {s.verdict for s in result.steps} <= set(VERDICTS)
-    assert 0 <= result.corrected <= result.total_steps
-    assert result.tokens > 0 and result.model.endswith(".gguf")
+    check_rwr_follows_its_replies(result, calls, search)
+    assert result.model.endswith(".gguf")
+    calls.clear()
     vote = rwr_vote(question, search, chat=local_chat, paths=2, max_steps=2, k=1, max_tokens=48,
                     scorer="embedding", embedder=HashingEmbedder())
-    assert len(vote.paths) == 2 and all(0.0 <= p.support <= 1.0 for p in vote.paths)
-    assert all(len(p.steps) <= 2 for p in vote.paths)
+    check_vote_follows_its_paths(vote, calls, search, EmbeddingScorer(HashingEmbedder()))
