@@ -1,6 +1,8 @@
 """The install files agree: pyproject.toml, environment.yml, constraints.txt, the Makefile, the venv."""
 
+import ast
 import re
+import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -16,6 +18,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 ENVIRONMENT_TEXT = (ROOT / "environment.yml").read_text(encoding="utf-8")
 ENVIRONMENT = yaml.safe_load(ENVIRONMENT_TEXT)
 PINS = PYPROJECT["project"]["dependencies"]
+PIP_OPTIONS = ("-c constraints.txt", "-e .")  # the lines of conda's pip list that are not pins
 
 
 def canonical(name: str) -> str:
@@ -37,19 +40,51 @@ def constraints() -> dict[str, str]:
     return dict(split_pin(line) for line in lines if line.strip() and not line.startswith("#"))
 
 
+def constraints_python() -> str:
+    """The Python version constraints.txt was resolved on, from its header."""
+    return re.search(r"Python (\d+\.\d+)", (ROOT / "constraints.txt").read_text(encoding="utf-8")).group(1)
+
+
+def third_party_imports() -> dict[str, str]:
+    """Each top-level module ragkit and the tests import that is neither stdlib nor this repository's, with a file."""
+    local = {"ragkit", "tests", "benchmarks"} | {path.stem for path in (ROOT / "benchmarks").glob("*.py")}
+    found = {}
+    for path in [*(ROOT / "ragkit").glob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for name in names:
+                found.setdefault(name.split(".")[0], path.name)
+    return {m: f for m, f in found.items() if m not in sys.stdlib_module_names and m not in local}
+
+
 def test_every_pyproject_dependency_is_an_exact_pin():
     assert PINS and all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][A-Za-z0-9_.+-]*", pin) for pin in PINS)
 
 
 def test_environment_yml_pins_exactly_what_pyproject_pins():
     pip_list = conda_pip_list()
-    assert "-e ." in pip_list
-    assert sorted(p for p in pip_list if p != "-e .") == sorted(PINS)
+    assert all(option in pip_list for option in PIP_OPTIONS)
+    assert sorted(p for p in pip_list if p not in PIP_OPTIONS) == sorted(PINS)
 
 
-def test_environment_yml_uses_python_311():
-    assert "python=3.11" in ENVIRONMENT["dependencies"]
-    assert PYPROJECT["project"]["requires-python"] == ">=3.11,<3.13"
+def test_conda_installs_with_the_tested_constraints():
+    # conda writes the pip list to a requirements file next to environment.yml, so the path is relative to it
+    assert "-c constraints.txt" in conda_pip_list() and (ROOT / "constraints.txt").is_file()
+
+
+def test_environment_yml_uses_the_python_the_constraints_were_tested_on():
+    assert constraints_python() == "3.11"
+    assert f"python={constraints_python()}" in ENVIRONMENT["dependencies"]
+    assert SpecifierSet(PYPROJECT["project"]["requires-python"]).contains(f"{constraints_python()}.0")
+
+
+def test_every_third_party_import_is_a_declared_dependency():
+    declared = {split_pin(pin)[0] for pin in PINS}
+    owners = metadata.packages_distributions()
+    missing = {module: file for module, file in third_party_imports().items()
+               if not {canonical(d) for d in owners.get(module, [])} & declared}
+    assert not missing, f"imported but not in pyproject.toml dependencies: {missing}"
 
 
 def test_constraints_agree_with_every_pyproject_pin():
