@@ -210,20 +210,22 @@ _AT_K = {"recall": recall_at_k, "precision": precision_at_k, "ndcg": ndcg_at_k,
 
 
 def metric_keys(metrics: Sequence[str], *, ks: Sequence[int]) -> list[str]:
-    """The names of the scores, like "recall@5" and "mrr", in the order of metrics then ks."""
+    """The names of the scores, like "recall@5" and "mrr@10", in the order of metrics then ks.
+
+    MRR looks only at the first max(ks) hits, so its name carries that cut-off."""
     keys: list[str] = []
     for metric in metrics:
-        keys += ["mrr"] if metric == "mrr" else [f"{metric}@{k}" for k in ks]
+        keys += [f"mrr@{max(ks)}"] if metric == "mrr" else [f"{metric}@{k}" for k in ks]
     return list(dict.fromkeys(keys))
 
 
 def score_ranking(retrieved: Sequence[str], relevant: Relevance, *,
                   metrics: Sequence[str], ks: Sequence[int]) -> dict[str, float]:
-    """One question's metrics, keyed like "recall@5" and "mrr", in the order of metrics then ks."""
+    """One question's metrics, keyed like "recall@5" and "mrr@10", in the order of metrics then ks."""
     scores = {}
     for metric in metrics:
         if metric == "mrr":
-            scores["mrr"] = reciprocal_rank(retrieved, relevant)
+            scores[f"mrr@{max(ks)}"] = reciprocal_rank(_top(retrieved, max(ks)), relevant)
         else:
             scores.update({f"{metric}@{k}": _AT_K[metric](retrieved, relevant, k) for k in ks})
     return scores
@@ -276,7 +278,7 @@ def evaluate_answers(answer_fn: Callable[[str], str], gold: Sequence[Question]) 
 
 
 def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Sequence[int] = (1, 5)) -> dict[str, float]:
-    """Mean recall@k for each k, and MRR over the first max(ks) hits. Taught in lessons/01_bag_of_words.ipynb."""
+    """Mean recall@k for each k, and MRR over the first max(ks) hits (mrr@max(ks)). Taught in lessons/01_bag_of_words.ipynb."""
     return evaluate_pipeline(search, questions, metrics=("recall", "mrr"), ks=ks).means
 
 

@@ -82,7 +82,7 @@ def test_evaluate_retrieval_averages_over_questions():
     assert scores == pytest.approx({
         "recall@1": (1 + 0 + 0) / 3,
         "recall@2": (1 + 0.5 + 0) / 3,
-        "mrr": (1 + 0.5 + 0) / 3,
+        "mrr@2": (1 + 0.5 + 0) / 3,
     })
 
 
@@ -94,8 +94,14 @@ def test_evaluate_retrieval_asks_for_the_deepest_k():
 
 def test_mrr_only_looks_as_deep_as_the_largest_k():
     late = [Question("late", "q-second", ("y",))]  # "y" is third
-    assert evaluate_retrieval(fake_search, late, ks=(2,))["mrr"] == 0.0
-    assert evaluate_retrieval(fake_search, late, ks=(3,))["mrr"] == pytest.approx(1 / 3)
+    assert evaluate_retrieval(fake_search, late, ks=(2,))["mrr@2"] == 0.0
+    assert evaluate_retrieval(fake_search, late, ks=(3,))["mrr@3"] == pytest.approx(1 / 3)
+
+
+def test_mrr_is_cut_at_the_deepest_k_even_when_the_pipeline_returns_more():
+    late = [Question("late", "q-second", ("y",))]  # "y" is third
+    result = evaluate_pipeline(lambda q, k: fake_search(q, k + 5), late, metrics=("mrr",), ks=(2,))
+    assert result.means == {"mrr@2": 0.0}
 
 
 def test_evaluate_retrieval_refuses_a_question_without_relevant_ids():
@@ -347,10 +353,10 @@ def test_answers_of_a_question_are_its_answer_then_its_aliases():
 def test_evaluate_pipeline_returns_means_and_each_question():
     result = evaluate_pipeline(fake_search, GOLD, metrics=("recall", "precision", "all_gold", "mrr"), ks=(1, 2))
     assert list(result.means) == ["recall@1", "recall@2", "precision@1", "precision@2",
-                                  "all_gold@1", "all_gold@2", "mrr"]
+                                  "all_gold@1", "all_gold@2", "mrr@2"]
     assert result.means == pytest.approx({
         "recall@1": 1 / 3, "recall@2": 1.5 / 3, "precision@1": 1 / 3, "precision@2": (0.5 + 0.5 + 0) / 3,
-        "all_gold@1": 1 / 3, "all_gold@2": 1 / 3, "mrr": 1.5 / 3,
+        "all_gold@1": 1 / 3, "all_gold@2": 1 / 3, "mrr@2": 1.5 / 3,
     })
     assert [row["id"] for row in result.per_question] == ["1", "2", "3"]
     assert result.per_question[1]["retrieved"] == ("x", "b")
@@ -362,7 +368,7 @@ def test_evaluate_pipeline_defaults_to_recall_ndcg_and_mrr_at_1_5_10():
     depths = []
     result = evaluate_pipeline(lambda q, k: depths.append(k) or fake_search(q, k), GOLD)
     assert depths == [10, 10, 10]
-    assert list(result.means) == ["recall@1", "recall@5", "recall@10", "ndcg@1", "ndcg@5", "ndcg@10", "mrr"]
+    assert list(result.means) == ["recall@1", "recall@5", "recall@10", "ndcg@1", "ndcg@5", "ndcg@10", "mrr@10"]
 
 
 def test_evaluate_pipeline_scores_graded_questions_with_their_grades():
@@ -376,7 +382,7 @@ def test_evaluate_pipeline_scores_the_order_returned_even_when_scores_tie():
         return [Hit(Doc(doc_id, "t"), 0.5) for doc_id in ("x", "b", "a")][:k]
 
     result = evaluate_pipeline(tied, [GOLD[0]], metrics=("mrr",), ks=(3,))
-    assert result.means["mrr"] == pytest.approx(1 / 3)
+    assert result.means["mrr@3"] == pytest.approx(1 / 3)
 
 
 @pytest.mark.parametrize("options, message", [
