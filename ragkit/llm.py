@@ -82,6 +82,9 @@ class LlamaCppChat:
         params.port = 0
         params.sampling.seed = seed
         params.verbosity = -1
+        # llama.cpp's server keeps each finished prompt's state in RAM (up to 8 GiB) to reuse it; replies here
+        # never reuse a prompt (see chat), and the store grew the process by ~20 MiB per 1,000-token prompt
+        params.cache_ram_mib = 0
         self.name = path.name
         self.seed = seed
         self.replies = replies  # a ReplyCache, or None to always ask the model

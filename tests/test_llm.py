@@ -1,12 +1,13 @@
 """ragkit.llm: the real local model (SmolLM2 in xllamacpp), in-process and over its OpenAI API."""
 
 import json
+import os
 
 import pytest
 
-from ragkit import models
+from ragkit import load_docs, models
 from ragkit.errors import BackendError, BackendUnreachable
-from ragkit.llm import SMOLLM2_FILE, ChatReply, LlamaCppChat, OpenAIChat
+from ragkit.llm import SMOLLM2_FILE, ChatReply, LlamaCppChat, OpenAIChat, smollm2_path
 
 YES_NO = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
           "required": ["answer"]}
@@ -118,3 +119,29 @@ def test_repr_of_openai_chat_never_shows_the_key():
     secret = "sk-test-abcdef0123456789"
     chat = OpenAIChat("gpt-4o-mini", base_url=None, api_key=secret)
     assert secret not in repr(chat) and "gpt-4o-mini" in repr(chat)
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.model
+def test_memory_stays_flat_over_many_long_prompts(local_chat):
+    # llama.cpp's server kept every finished prompt's state in RAM (up to 8 GiB): these 6 different
+    # 750-token prompts grew the process by 89 MiB before ragkit turned that store off, 16 MiB after.
+    # The full target (200 calls of ~1,000 tokens, < 150 MiB) is benchmarks/chat_memory.py's: `make bench-memory`.
+    texts = [doc.text for doc in load_docs()]
+    local_chat.chat("warm up", max_tokens=1)
+    before = _resident_mb()
+    for number in range(6):
+        local_chat.chat(" ".join(texts[number * 5:number * 5 + 10])[:3_000] + "\n\nWhich topic?", max_tokens=1)
+    assert _resident_mb() - before < 60
+
+
+@pytest.mark.model
+def test_a_reply_does_not_depend_on_the_thread_count():
+    # the model store reuses replies across runs with RAGKIT_THREADS=1 and 2: that needs the same reply
+    two_threads, one_thread = (LlamaCppChat(smollm2_path(), threads=threads) for threads in (2, 1))
+    for prompt in ("Name three rivers of Europe.", "Split into steps: who founded the city where Pushkin was born?"):
+        assert two_threads.chat(prompt, max_tokens=40).text == one_thread.chat(prompt, max_tokens=40).text
