@@ -264,12 +264,17 @@ def _row(blob: bytes | str) -> np.ndarray:
 # --- models wrapped in a store --------------------------------------------------------------------------
 
 
+def model_identity(model) -> str:
+    """What names a model's outputs in a store: its own `identity` if it has one, else its class and name."""
+    return getattr(model, "identity", None) or f"{type(model).__name__} {model.name}"
+
+
 class CachedEmbedder:
     """An embedder whose vectors are kept in EmbeddingCaches under folder (queries and passages apart)."""
 
     def __init__(self, inner, folder: str | Path):
         self.inner, self.name, self.dim = inner, inner.name, inner.dim
-        identity = f"{type(inner).__name__} {inner.name}"
+        identity = model_identity(inner)
         self.queries = EmbeddingCache(f"{identity}:query", root=folder)
         self.passages = EmbeddingCache(f"{identity}:passage", root=folder)
 
@@ -290,7 +295,7 @@ class CachedReranker:
 
     def __init__(self, inner, folder: str | Path):
         self.inner, self.name = inner, inner.name
-        self.scores = ScoreCache(f"{type(inner).__name__} {inner.name} scores", root=folder)
+        self.scores = ScoreCache(f"{model_identity(inner)} scores", root=folder)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)

@@ -9,7 +9,7 @@ import pytest
 
 from ragkit.corpus import Doc
 from ragkit.llm import ChatReply
-from ragkit.model_cache import CachedReranker, EmbeddingCache, ReplyCache, Store
+from ragkit.model_cache import CachedEmbedder, CachedReranker, EmbeddingCache, ReplyCache, Store
 from tests.test_embedding_cache import FakeReranker  # scores len(query) + len(text), records the docs it saw
 
 REPLY = ChatReply("Blue.", "m", prompt_tokens=5, completion_tokens=2)
@@ -137,3 +137,20 @@ def test_reranker_scores_have_their_own_name_file_and_table(tmp_path):
     with sqlite3.connect(cached.scores.path) as db:
         assert [name for name, in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["scores"]
     assert not list(tmp_path.rglob("embeddings.sqlite"))
+
+
+def test_a_model_with_an_identity_is_stored_under_it(tmp_path):
+    from tests.fakes import HashingEmbedder
+
+    class Shifted(HashingEmbedder):
+        """The same name, other vectors: it says so with its identity."""
+
+        identity = "hashing, shifted"
+
+        def embed_queries(self, texts):
+            return super().embed_queries(texts)[:, ::-1].copy()
+
+    plain, shifted = CachedEmbedder(HashingEmbedder(), tmp_path), CachedEmbedder(Shifted(), tmp_path)
+    assert plain.name == shifted.name
+    assert not np.allclose(plain.embed_queries(["sick leave"]), shifted.embed_queries(["sick leave"]))
+    assert shifted.queries.path != plain.queries.path and "shifted" in str(shifted.queries.path)
