@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS -u RAGKIT_MODEL_CACHE \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install reranker lab test unit notebooks execute bench-backends bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: install reranker lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 install: $(STAMP)
 
@@ -50,9 +50,26 @@ notebooks: $(STAMP) reranker
 	$(TEST_ENV) RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q \
 	  --junitxml=.cache/nbval.xml; status=$$?; $(BIN)/python tests/nbval_times.py .cache/nbval.xml; exit $$status
 
-# Re-run every notebook in place (after changing a lesson), then commit the outputs.
+# The notebooks as another machine runs them (tests/portable/sitecustomize.py; see "How the notebooks are
+# tested" in the README). First every embedding vector moved by a seeded relative 1e-2 and every reranker score
+# by 1e-3 (what another CPU's kernels do to them), on one thread, with an on-disk Qdrant folder; then the chat
+# lessons with the chat model's seed changed, so that its replies differ. The model store of `make notebooks`
+# is reused: a chat reply depends only on its request, and perturbed vectors and scores are stored apart.
+PORTABLE := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_THREADS=1 RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
+PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb solutions/$(n).ipynb)
+RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb
+PORTABLE_STORE := .cache/portable-qdrant
+test-portable: $(STAMP) reranker
+	rm -rf $(PORTABLE_STORE)
+	$(PORTABLE) HARNESS_EMBEDDING_NOISE=1e-2 HARNESS_SCORE_NOISE=1e-3 RAGKIT_STORE=$(CURDIR)/$(PORTABLE_STORE) \
+	  $(BIN)/python -m pytest $(NBVAL) $(PERTURBED) -q
+	$(PORTABLE) HARNESS_CHAT_SEED=7 $(BIN)/python -m pytest $(NBVAL) $(RESEEDED) -q
+
+# Re-run every notebook in place (after changing a lesson), then commit the outputs. The chat model's
+# fingerprint on this machine goes to tests/recorded_chat.json (see tests/chat_fingerprint.py).
 NOTEBOOKS ?= $(wildcard lessons/*.ipynb solutions/*.ipynb)
 execute: $(STAMP) reranker
+	$(TEST_ENV) $(BIN)/python -m tests.chat_fingerprint --record
 	for nb in $(NOTEBOOKS); do \
 	  $(TEST_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done
@@ -61,6 +78,10 @@ execute: $(STAMP) reranker
 # benchmarks/results/backends.json.
 bench-backends: $(STAMP)
 	$(BIN)/python benchmarks/backends.py
+
+# Resident memory over 200 chat calls of ~1,000-token prompts (target: under 150 MiB of growth); ~15 min.
+bench-memory: $(STAMP)
+	$(BIN)/python benchmarks/chat_memory.py
 
 # The retrieval ladder on SciFact (BM25, MiniLM, hybrid, + cross-encoders): ~25 min the first time, then
 # the cached embeddings make it ~15 min (reranking dominates). SCIFACT_ARGS="--e5 --train-scifact-ce" adds

@@ -1,0 +1,120 @@
+"""Test-harness modes that make this machine behave like another one. Python runs this file at start-up
+only when a `make` test target puts tests/portable on PYTHONPATH; the ragkit library never reads these
+variables, and no learner's run is affected.
+
+HARNESS_EMBEDDING_NOISE=1e-2  every embedding vector moves by that share of its length, in a direction seeded
+                              by its text (so the same text always gets the same vector). At 1e-2 cosines move
+                              by 2.5e-4 (median) and a third of them change in the 3rd decimal, as between the
+                              two CPUs of the recorded evidence (3 of lesson 02's 10 cosines); at 1e-3, 3% do
+HARNESS_SCORE_NOISE=1e-3      every reranker score moves by that share of its size, seeded by query and document
+                              (a cross-encoder trained and run on another CPU)
+HARNESS_NOISE_SEED=0          another value moves every vector and score another way (another "CPU")
+HARNESS_CHAT_SEED=7           the chat model samples with that seed, at temperature 0.5 or more, so that
+                              every reply can change: the replies another CPU could give
+"""
+
+import os
+import zlib
+
+NOISE = float(os.environ.get("HARNESS_EMBEDDING_NOISE") or 0)
+SCORE_NOISE = float(os.environ.get("HARNESS_SCORE_NOISE") or 0)
+NOISE_SEED = os.environ.get("HARNESS_NOISE_SEED") or "0"
+CHAT_SEED = os.environ.get("HARNESS_CHAT_SEED")
+CHAT_TEMPERATURE = 0.5
+
+
+def _direction(shape, key: str):
+    """Standard Gaussian noise, seeded by a text, so the same text is always moved the same way."""
+    import numpy as np
+
+    seed = zlib.crc32(f"{NOISE_SEED}\0{key}".encode("utf-8"))
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+class NoisyEmbedder:
+    """An embedder whose unit vectors are moved by NOISE times their length in a direction seeded by the text."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.identity = f"{type(inner).__name__} {inner.name}, moved by {NOISE:g} ({NOISE_SEED})"  # stored apart
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_queries(self, texts):
+        return self._perturb(self.inner.embed_queries(texts), texts, "query")
+
+    def embed_passages(self, texts):
+        return self._perturb(self.inner.embed_passages(texts), texts, "passage")
+
+    @staticmethod
+    def _perturb(rows, texts, role):
+        import numpy as np
+
+        from ragkit.embeddings import unit_rows
+
+        rows = np.array(rows, dtype=np.float32)
+        for row, text in zip(rows, texts):
+            direction = _direction(row.shape, f"{role}\0{text}")
+            row += direction * (NOISE * np.linalg.norm(row) / np.linalg.norm(direction))
+        return unit_rows(rows) if len(rows) else rows
+
+
+class NoisyReranker:
+    """A reranker whose scores are each moved by SCORE_NOISE times their size, seeded by the query and the doc."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.identity = f"{type(inner).__name__} {inner.name}, moved by {SCORE_NOISE:g} ({NOISE_SEED})"
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def score(self, query, docs):
+        import numpy as np
+
+        from ragkit.corpus import passage_text
+
+        scores = np.array(self.inner.score(query, docs), dtype=np.float32)
+        for i, doc in enumerate(docs):
+            step = _direction((), f"{query}\0{passage_text(doc)}")
+            scores[i] += float(step) * SCORE_NOISE * max(abs(float(scores[i])), 1e-3)
+        return scores
+
+
+def _install_embedding_noise():
+    from ragkit import models
+
+    load_embedder = models._load_embedder
+    models._load_embedder = lambda *args, **kwargs: NoisyEmbedder(load_embedder(*args, **kwargs))
+
+
+def _install_score_noise():
+    from ragkit import models
+
+    load_reranker = models._load_reranker
+    models._load_reranker = lambda *args, **kwargs: NoisyReranker(load_reranker(*args, **kwargs))
+
+
+def _install_chat_seed(offset: int):
+    from ragkit.llm import LlamaCppChat
+
+    chat = LlamaCppChat.chat
+
+    def reseeded_chat(self, messages, **options):
+        options["temperature"] = max(options.get("temperature", 0.0), CHAT_TEMPERATURE)
+        self.seed += offset
+        try:
+            return chat(self, messages, **options)
+        finally:
+            self.seed -= offset
+
+    LlamaCppChat.chat = reseeded_chat
+
+
+if NOISE:
+    _install_embedding_noise()
+if SCORE_NOISE:
+    _install_score_noise()
+if CHAT_SEED:
+    _install_chat_seed(int(CHAT_SEED))
