@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests import chat_fingerprint
-from tests.nbval_compare import CHAT, EXACT, cell_comparison, texts_match
+from tests.nbval_compare import CHAT, EXACT, cell_tolerances, texts_match
 
 _not_compared: list[str] = []  # chat cells left to their invariants because the chat model replies differently
 
@@ -27,17 +27,17 @@ def pytest_configure(config):
 
 def _compare_outputs(exact_compare):
     def compare_outputs(cell, test, ref, skip_compare=None):
-        kind, tolerance = cell_comparison(cell.cell.source)
+        kind, *tolerances = cell_tolerances(cell.cell.source)
         if kind == EXACT:
             return exact_compare(cell, test, ref, skip_compare)
         if kind == CHAT and not chat_fingerprint.replies_as_recorded():
             _not_compared.append(cell.reportinfo()[2])
             return True
-        return _compare_with_tolerance(cell, test, ref, kind, tolerance, skip_compare)
+        return _compare_with_tolerance(cell, test, ref, kind, tolerances, skip_compare)
     return compare_outputs
 
 
-def _compare_with_tolerance(cell, test, ref, kind: str, tolerance, skip_compare) -> bool:
+def _compare_with_tolerance(cell, test, ref, kind: str, tolerances, skip_compare) -> bool:
     """nbval's comparison, with texts_match in place of string equality."""
     from nbval.plugin import transform_streams_for_comparison
 
@@ -53,7 +53,7 @@ def _compare_with_tolerance(cell, test, ref, kind: str, tolerance, skip_compare)
             cell.comparison_traceback.append(f"{len(old_values)} outputs of {key!r} expected, got {len(new_values)}")
             return False
         for old, new in zip(old_values, new_values):
-            same, why = (texts_match(old, new, kind, tolerance) if isinstance(old, str) and isinstance(new, str)
+            same, why = (texts_match(old, new, kind, *tolerances) if isinstance(old, str) and isinstance(new, str)
                          else (old == new, ""))
             if not same:
                 cell.format_output_compare(key, old, new)

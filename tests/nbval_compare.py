@@ -6,8 +6,8 @@ A cell chooses with a comment marker, as nbval's own markers work:
 - `# NBVAL_MODEL_NUMBERS`: every decimal number within MODEL_TOLERANCE, everything else exact;
 - `# NBVAL_MODEL_COUNTS`: the same, and whole numbers (counts and ranks that follow model scores)
   within COUNT_TOLERANCE (2, or 5% of larger ones);
-- either may name a wider tolerance for the decimals in [-1, 1] of its cell, with its reason:
-  `# NBVAL_MODEL_NUMBERS ±0.07 (one question of 15)`;
+- either may name a wider tolerance for the decimals in [-1, 1] of its cell, and COUNTS for its whole
+  numbers, with its reason: `# NBVAL_MODEL_NUMBERS ±0.07 (one question of 15)`, `# NBVAL_MODEL_COUNTS ±0.04 ±3 (…)`;
 - `# NBVAL_CHAT_OUTPUT`: what the chat model wrote, or numbers computed from it: compared as
   NBVAL_MODEL_COUNTS when the chat model replies as it did on the recording machine, and not compared
   otherwise (the cell after it asserts what must hold whatever the replies are).
@@ -50,20 +50,32 @@ MODEL_TOLERANCE = Tolerance(absolute=0.02, relative=0.02)
 COUNT_TOLERANCE = Tolerance(absolute=0.0, relative=0.05, minimum=2)
 
 
-_MARKER = re.compile(r"^\s*#\s*(NBVAL_MODEL_NUMBERS|NBVAL_MODEL_COUNTS|NBVAL_CHAT_OUTPUT)\b(?:\s*±\s*(\d*\.\d+))?")
+_MARKER = re.compile(r"^\s*#\s*(NBVAL_MODEL_NUMBERS|NBVAL_MODEL_COUNTS|NBVAL_CHAT_OUTPUT)\b"
+                     r"(?:\s*±\s*(\d*\.\d+))?(?:\s*±\s*(\d+)(?![.\d]))?")
+
+
+def cell_tolerances(source: str) -> tuple[str, Tolerance, Tolerance]:
+    """The comparison a cell asks for with its marker comment (EXACT without one), and its tolerances for
+    decimals and for whole numbers."""
+    found = [match.groups() for match in map(_MARKER.match, source.splitlines()) if match]
+    if len({marker for marker, _, _ in found}) > 1:
+        raise ValueError(f"a cell has conflicting comparison markers: {', '.join(sorted({m for m, _, _ in found}))}")
+    if not found:
+        return EXACT, MODEL_TOLERANCE, COUNT_TOLERANCE
+    marker, decimals, counts = found[0]
+    if decimals and float(decimals) < MODEL_TOLERANCE.absolute:
+        raise ValueError(f"a cell's tolerance ±{decimals} is below the default {MODEL_TOLERANCE.absolute}")
+    if counts and int(counts) < COUNT_TOLERANCE.minimum:
+        raise ValueError(f"a cell's count tolerance ±{counts} is below the default {COUNT_TOLERANCE.minimum:g}")
+    return (MARKERS[marker],
+            Tolerance(float(decimals), MODEL_TOLERANCE.relative) if decimals else MODEL_TOLERANCE,
+            Tolerance(0.0, COUNT_TOLERANCE.relative, minimum=int(counts)) if counts else COUNT_TOLERANCE)
 
 
 def cell_comparison(source: str) -> tuple[str, Tolerance]:
     """The comparison a cell asks for with its marker comment (EXACT without one), and its decimals' tolerance."""
-    found = [match.groups() for match in map(_MARKER.match, source.splitlines()) if match]
-    if len({marker for marker, _ in found}) > 1:
-        raise ValueError(f"a cell has conflicting comparison markers: {', '.join(sorted({m for m, _ in found}))}")
-    if not found:
-        return EXACT, MODEL_TOLERANCE
-    marker, wider = found[0]
-    if wider and float(wider) < MODEL_TOLERANCE.absolute:
-        raise ValueError(f"a cell's tolerance ±{wider} is below the default {MODEL_TOLERANCE.absolute}")
-    return MARKERS[marker], Tolerance(float(wider), MODEL_TOLERANCE.relative) if wider else MODEL_TOLERANCE
+    kind, decimals, _ = cell_tolerances(source)
+    return kind, decimals
 
 
 def comparison_kind(source: str) -> str:
@@ -90,8 +102,10 @@ def _padding_free(pieces: list[str]) -> list[str]:
     return [re.sub(r"[ \t]+", " ", piece) for piece in pieces]
 
 
-def texts_match(expected: str, actual: str, kind: str, tolerance: Tolerance = MODEL_TOLERANCE) -> tuple[bool, str]:
-    """Whether actual matches expected under the comparison kind (decimals within tolerance), and why not."""
+def texts_match(expected: str, actual: str, kind: str, tolerance: Tolerance = MODEL_TOLERANCE,
+                counts: Tolerance = COUNT_TOLERANCE) -> tuple[bool, str]:
+    """Whether actual matches expected under the comparison kind (decimals and counts within their tolerances),
+    and why not."""
     if kind == EXACT or expected == actual:
         return expected == actual, "" if expected == actual else "the text differs"
     words_expected, numbers_expected = split_numbers(expected)
@@ -106,6 +120,6 @@ def texts_match(expected: str, actual: str, kind: str, tolerance: Tolerance = MO
         if _is_whole(old) and kind == NUMBERS:
             return False, f"number {position}: the count {old} became {new} (mark the cell NBVAL_MODEL_COUNTS " \
                           "if it follows model scores)"
-        if not (COUNT_TOLERANCE if _is_whole(old) else tolerance).accepts(_value(old), _value(new)):
+        if not (counts if _is_whole(old) else tolerance).accepts(_value(old), _value(new)):
             return False, f"number {position}: {old} became {new}, beyond the tolerance for model numbers"
     return True, ""

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.nbval_compare import (CHAT, COUNTS, EXACT, MODEL_TOLERANCE, NUMBERS, cell_comparison, comparison_kind,
-                                 split_numbers, texts_match)
+from tests.nbval_compare import (CHAT, COUNTS, EXACT, MODEL_TOLERANCE, NUMBERS, cell_comparison, cell_tolerances,
+                                 comparison_kind, split_numbers, texts_match)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,6 +34,15 @@ def test_a_cell_may_widen_the_tolerance_of_its_decimals_with_a_reason():
     assert cell_comparison("print(1)") == (EXACT, MODEL_TOLERANCE)
     with pytest.raises(ValueError, match="below the default"):
         cell_comparison("# NBVAL_MODEL_NUMBERS ±0.001\n")
+
+
+def test_a_cell_may_widen_the_tolerance_of_its_counts_too():
+    kind, decimals, counts = cell_tolerances("# NBVAL_MODEL_COUNTS ±0.04 ±3 (both rungs move)\nprint(x)")
+    assert (kind, decimals.absolute, counts.minimum) == (COUNTS, 0.04, 3)
+    assert texts_match("fixed 19", "fixed 22", kind, decimals, counts)[0]
+    assert not texts_match("fixed 19", "fixed 23", kind, decimals, counts)[0]
+    with pytest.raises(ValueError, match="count tolerance"):
+        cell_tolerances("# NBVAL_MODEL_COUNTS ±0.04 ±1\n")
 
 
 def test_a_model_number_off_by_five_hundredths_fails():
