@@ -13,9 +13,10 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS -u RAGKIT_MODEL_CACHE \
+	-u RAGKIT_DECOMPOSER \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install reranker lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: install reranker specialists bench-multihop lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 install: $(STAMP)
 
@@ -31,6 +32,13 @@ $(STAMP): pyproject.toml constraints.txt
 # cached under .cache/, so no lesson waits for it. Delete .cache/course-reranker-* to watch lesson 04 train it.
 reranker: $(STAMP)
 	$(BIN)/python -m ragkit.reranker_training
+
+# The chat model fine-tuned for one job each (decomposer, yes/no answerer, step judge; lesson 09): LoRA on
+# 2 cores, ~45 min a job, built under .cache/specialists/ unless models/specialists/ holds a committed one.
+# SPECIALISTS="decomposer" builds one alone.
+SPECIALISTS ?=
+specialists: $(STAMP)
+	$(BIN)/python -m ragkit.specialists $(SPECIALISTS)
 
 lab: $(STAMP) reranker
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons
@@ -102,6 +110,11 @@ bench-hotpotqa: $(STAMP)
 STRATEGYQA_ARGS ?= --questions 40 --paths 3
 bench-strategyqa: $(STAMP)
 	$(BIN)/python benchmarks/strategyqa.py $(STRATEGYQA_ARGS)
+
+# Multi-hop retrieval on the course's 47 questions at 5 passages: the question alone, lesson 06's no-model
+# iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~5 min).
+bench-multihop: $(STAMP)
+	$(BIN)/python benchmarks/course_multihop.py
 
 # Every benchmark in turn, one at a time (on 2 cores, parallel runs spoil each other's timings), stopping
 # at the first that fails; not part of the tests. Evaluation data comes from RAGKIT_EVALDATA (default

@@ -25,7 +25,7 @@ TRUE_WORDS = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true
 
 @dataclass(frozen=True)
 class Settings:
-    """Which chat model, embedder and vector store to use, and how many CPU threads."""
+    """Which chat model (and which plans CoT-RAG's steps), embedder and vector store to use, and how many CPU threads."""
 
     llm: str = "local"
     embedder: str = "e5"
@@ -36,6 +36,9 @@ class Settings:
     # a folder where model outputs (llama.cpp replies, embeddings, reranker scores) are kept and reused for
     # the same input; off by default so that every call times the model (make test sets it)
     model_cache: str = ""
+    # the model that plans CoT-RAG's steps: '' (the chat model above, prompted few-shot), 'specialist' (the
+    # chat model fine-tuned for the job, lesson 09) or any chat model spec (e.g. ollama:qwen2.5:3b-instruct)
+    decomposer: str = ""
 
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:

@@ -149,11 +149,12 @@ class CoTResult:
         return table + (f"<ul style='color:#a33'>{notes}</ul>" if notes else "")
 
 
-def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, max_steps: int = 4, k: int = 3,
-            constrain: str = "auto", carry_findings: bool = False, max_tokens: int = 120,
-            max_chars: int = 500) -> CoTResult:
+def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, decomposer: ChatModel | None = None,
+            max_steps: int = 4, k: int = 3, constrain: str = "auto", carry_findings: bool = False,
+            max_tokens: int = 120, max_chars: int = 500) -> CoTResult:
     """Decompose, retrieve top-k per step, write a finding per step, answer citing [S1].
 
+    The plan comes from `decomposer`, else from `chat` if given, else from the decomposer setting's model.
     Taught in lessons/06_cot_rag.ipynb.
     """
     check_query(question)
@@ -161,8 +162,10 @@ def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, max
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     started, meter = time.perf_counter(), Meter(chat or models.chat_model())
-    thoughts, plan, warnings = decompose(question, meter, max_steps=max_steps, constrain=constrain,
+    planner = Meter(decomposer or chat or models.role_model("decomposer"))
+    thoughts, plan, warnings = decompose(question, planner, max_steps=max_steps, constrain=constrain,
                                          max_tokens=max_tokens)
+    meter.tokens += planner.tokens
     steps: list[CoTStep] = []
     for number, thought in enumerate(thoughts, start=1):
         carried = steps[-1].finding if carry_findings and steps and steps[-1].found else ""
@@ -174,7 +177,12 @@ def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, max
     warnings += notes
     return CoTResult(question, answer, tuple(steps), unique_ids([s.excerpts for s in steps]),
                      sum(len(s.excerpts) for s in steps), meter.tokens, time.perf_counter() - started,
-                     meter.model, tuple(warnings), plan)
+                     models_used(meter, planner), tuple(warnings), plan)
+
+
+def models_used(meter: Meter, planner: Meter) -> str:
+    """The model that wrote the findings and answer, and the planner's name if another model planned."""
+    return meter.model if planner.model == meter.model else f"{meter.model} (plan: {planner.model})"
 
 
 def decompose_prompt(question: str, *, max_steps: int, form: str = "list") -> list[dict]:

@@ -27,3 +27,7 @@ class BackendUnreachable(BackendError):
 
 class ModelNotFound(BackendError):
     """A model the backend does not have (not pulled, not on disk)."""
+
+
+class TrainingError(RagkitError):
+    """A fine-tuning run that cannot go on as configured (out of memory, nothing to learn from)."""

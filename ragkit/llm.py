@@ -66,7 +66,7 @@ class LlamaCppChat:
     """A GGUF model run in-process by xllamacpp; also serves OpenAI's API on 127.0.0.1."""
 
     def __init__(self, path: str | Path, *, threads: int = 2, context: int = 4096, seed: int = 0,
-                 replies=None):
+                 replies=None, lora: Sequence[str | Path] = ()):
         path = Path(path).expanduser()
         if not path.is_file():
             raise ModelNotFound(f"no GGUF file at {path}: download one (e.g. a Qwen2.5-1.5B-Instruct "
@@ -89,6 +89,13 @@ class LlamaCppChat:
         self.seed = seed
         self.replies = replies  # a ReplyCache, or None to always ask the model
         self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {package_version('xllamacpp') or 'unknown'}"
+        if lora:  # LoRA adapter GGUFs applied at run time (ragkit.gguf_lora writes them); they change every reply
+            adapters = [Path(a).expanduser() for a in lora]
+            missing = [str(a) for a in adapters if not a.is_file()]
+            if missing:
+                raise ModelNotFound(f"no LoRA adapter file at {', '.join(missing)}")
+            params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(str(a), 1.0) for a in adapters]
+            self.identity += "".join(f", LoRA {a.name} {_file_digest(a)}" for a in adapters)
         self._server = xllamacpp.Server(params)
 
     @property
@@ -125,6 +132,11 @@ class LlamaCppChat:
         if "choices" not in reply:  # xllamacpp reports a bad request as a dict, not an exception
             raise BackendError(f"llama.cpp refused the request: {reply.get('error', reply)}")
         return _reply_from_openai_dict(reply, self.name, time.perf_counter() - started)
+
+
+def _file_digest(path: Path) -> str:
+    """The sha256 of a file (a LoRA adapter of a few MB), for a model's identity."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def reply_key(model_identity: str, request: dict) -> str:

@@ -3,6 +3,7 @@
 RAGKIT_LLM:      local | gguf:/path/model.gguf | ollama[:model] | openai[:model]
 RAGKIT_EMBEDDER: e5 | minilm | st:<dir or name> | flag[:<dir or name>] | ollama[:model] | openai[:model]
 RAGKIT_RERANKER: course | ce:<dir or name> | flag:<dir or name> | llm   (e.g. ce:BAAI/bge-reranker-base)
+RAGKIT_DECOMPOSER: (empty: the chat model) | specialist | any RAGKIT_LLM value
 Taught in lessons/00_setup.ipynb.
 """
 
@@ -22,12 +23,28 @@ from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMRer
 LLM_KINDS = ("local", "gguf", "ollama", "openai")
 EMBEDDER_KINDS = ("e5", "minilm", "st", "flag", "ollama", "openai")
 RERANKER_KINDS = ("course", "ce", "flag", "llm")
+ROLES = ("decomposer",)  # jobs with a setting of their own
 
 
 def chat_model(spec: str | None = None) -> ChatModel:
     """The chat model the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
     return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.model_cache)
+
+
+def role_model(role: str) -> ChatModel:
+    """The model for one job of the reasoning pipelines: its setting's specialist or chat model, else the chat model.
+
+    Taught in lessons/09_specialists.ipynb.
+    """
+    if role not in ROLES:
+        raise ConfigError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+    spec = getattr(load_settings(), role).strip()
+    if spec.lower() == "specialist":
+        from ragkit.specialists import specialist
+
+        return specialist(role)
+    return chat_model(spec or None)
 
 
 def embedder(spec: str | None = None) -> Embedder:
@@ -125,7 +142,7 @@ def describe(settings: Settings | None = None) -> dict[str, str]:
     openai = openai_settings()
     key = "set (hidden)" if openai["api_key"] else "not set"
     return {"llm": settings.llm, "embedder": settings.embedder, "reranker": settings.reranker,
-            "store": settings.store,
+            "store": settings.store, **{role: getattr(settings, role) or "(the chat model)" for role in ROLES},
             "threads": str(settings.threads), "ollama_host": settings.ollama_host,
             "openai_base_url": openai["base_url"] or "(OpenAI default)",
             "openai_api_key": key}

@@ -201,7 +201,8 @@ def test_describe_reports_a_missing_key_and_the_settings(fresh_models, monkeypat
     assert described["openai_api_key"] == "not set"
     assert described["llm"] == "ollama:llama3.2:1b"
     assert set(described) == {"llm", "embedder", "reranker", "store", "threads", "ollama_host", "openai_base_url",
-                              "openai_api_key"}
+                              "openai_api_key", "decomposer"}
+    assert described["decomposer"] == "(the chat model)"
 
 
 @pytest.mark.parametrize("line", ["threads = [1]", "llm = 3", "store = true"])
@@ -210,3 +211,18 @@ def test_a_setting_of_the_wrong_type_is_a_config_error(tmp_path, line):
     config.write_text(line + "\n")
     with pytest.raises(ConfigError):
         load_settings(environ={}, config_file=config)
+
+
+def test_a_role_uses_the_chat_model_its_own_setting_or_a_specialist(fresh_models, monkeypatch):
+    chats = []
+    monkeypatch.setattr(fresh_models, "chat_model", lambda spec=None: chats.append(spec) or f"chat {spec}")
+    assert fresh_models.role_model("decomposer") == "chat None"
+    monkeypatch.setenv("RAGKIT_DECOMPOSER", "ollama:qwen2.5")
+    assert fresh_models.role_model("decomposer") == "chat ollama:qwen2.5"
+    monkeypatch.setenv("RAGKIT_DECOMPOSER", "specialist")
+    import ragkit.specialists
+
+    monkeypatch.setattr(ragkit.specialists, "specialist", lambda job: f"{job} specialist")
+    assert fresh_models.role_model("decomposer") == "decomposer specialist"
+    with pytest.raises(ConfigError, match="unknown role"):
+        fresh_models.role_model("rewriter")

@@ -1,0 +1,119 @@
+"""Multi-hop retrieval on the course's own 47 questions: the question alone, the no-model iteration of lesson 06,
+plan-first CoT-RAG and iterative CoT-RAG (self-ask), with the few-shot chat model and with the decomposer
+specialist, all at the same budget of 5 passages (all-gold@5 and recall@5).
+
+Retrieval is lesson 06's hybrid (BM25 + e5, RRF over 30 each). A plan-first run searches each planned step
+and interleaves the rankings; a self-ask run searches step k with #j replaced by what step j found (the
+sentence of its top 2 hits closest to step j) and, where named, the question appended; its rankings are
+either interleaved or fused by RRF with the question's own ranking. Only the plans
+need the chat model, so the rows compare how well each model plans, nothing else.
+
+    .venv/bin/python benchmarks/course_multihop.py             # all rows (the specialist must be built)
+    .venv/bin/python benchmarks/course_multihop.py --no-specialist
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from harness import StageRecorder, write_result
+
+from ragkit import models
+from ragkit.corpus import DATA_DIR, Hit, load_docs, load_questions
+from ragkit.cot_rag import decompose
+from ragkit.dense import DenseIndex, HybridIndex
+from ragkit.evaluate import evaluate_pipeline, table_rows
+from ragkit.fusion import interleave, reciprocal_rank_fusion
+from ragkit.lexical import BM25Index
+from ragkit.reasoning import Meter
+from ragkit.self_ask import self_ask
+from ragkit.text import search_tokenize
+
+BUDGET = 5
+RRF_DEPTH = 30  # each ranking fused by RRF is cut here, as the hybrid's own legs
+MAX_STEPS = 4
+
+
+def lesson06_iterative(search) -> Callable[[str, int], list[Hit]]:
+    """Lesson 06's no-model iteration: the question, then the question + each of its top 2 hits' opening."""
+    def run(query: str, k: int) -> list[Hit]:
+        first = search(query, k=5)
+        follow = [search(f"{query} {h.doc.title}. {h.doc.text.split('. ')[0]}", k=5) for h in first[:2]]
+        return interleave([first, *follow], k)
+    return run
+
+
+def plan_first(search, chat, questions) -> tuple[dict[str, list[Hit]], float]:
+    """Each question's planned steps searched (5 each) and interleaved; seconds per question."""
+    started, evidence = time.perf_counter(), {}
+    for q in questions:
+        steps, _, _ = decompose(q.query, Meter(chat), max_steps=MAX_STEPS, constrain="auto")
+        evidence[q.query] = interleave([search(step, k=BUDGET) for step in steps], BUDGET)
+    return evidence, (time.perf_counter() - started) / len(questions)
+
+
+def iterative(search, chat, questions, *, append_question: bool) -> tuple[dict[str, list[Hit]], dict, float]:
+    """Each question's self-ask evidence at the budget (steps interleaved), the same steps' rankings fused by RRF
+    with the question's own, and the seconds per question."""
+    started, interleaved, fused = time.perf_counter(), {}, {}
+    for q in questions:
+        run = self_ask(q.query, search, decomposer=chat, max_steps=MAX_STEPS, k=RRF_DEPTH,
+                       append_question=append_question)
+        interleaved[q.query] = interleave([list(step.hits[:BUDGET]) for step in run.steps], BUDGET)
+        rankings = [search(q.query, k=RRF_DEPTH), *(list(step.hits) for step in run.steps)]
+        fused[q.query] = reciprocal_rank_fusion(rankings, limit=BUDGET)
+    return interleaved, fused, (time.perf_counter() - started) / len(questions)
+
+
+def rows_for(runs: Mapping[str, tuple[Mapping[str, list[Hit]], float]], questions) -> list[dict]:
+    """One table row per pipeline: all-gold@5, recall@5 and ms per question."""
+    results = {name: evaluate_pipeline(lambda query, k, e=evidence: e[query][:k], questions,
+                                       metrics=("all_gold", "recall"), ks=(BUDGET,))
+               for name, (evidence, _) in runs.items()}
+    rows = table_rows(results)
+    for row, (_, seconds) in zip(rows, runs.values()):
+        row["ms/question"] = round(seconds * 1000)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-specialist", action="store_true", help="only the rows without the decomposer specialist")
+    args = parser.parse_args(argv)
+    rec = StageRecorder()
+    kb = load_docs(DATA_DIR / "multihop_kb.jsonl")
+    questions = load_questions(DATA_DIR / "multihop_questions.jsonl")
+    with rec.stage("index (BM25 + e5)", items=len(kb)):
+        hybrid = HybridIndex([BM25Index(kb, tokenizer=search_tokenize).search, DenseIndex(kb, collection="kb").search],
+                             depth=30).search
+    runs: dict[str, tuple[dict, float]] = {}
+    with rec.stage("no-model rows", items=2 * len(questions)):
+        started = time.perf_counter()
+        runs["question alone"] = ({q.query: hybrid(q.query, k=BUDGET) for q in questions},
+                                  (time.perf_counter() - started) / len(questions))
+        started, no_model = time.perf_counter(), lesson06_iterative(hybrid)
+        runs["iterative, no model (lesson 06)"] = ({q.query: no_model(q.query, BUDGET) for q in questions},
+                                                   (time.perf_counter() - started) / len(questions))
+    planners = {"few-shot 135M": models.chat_model()}
+    if not args.no_specialist:
+        from ragkit.specialists import specialist
+        planners["decomposer specialist"] = specialist("decomposer")
+    for label, chat in planners.items():
+        with rec.stage(f"plan-first, {label}", items=len(questions)):
+            runs[f"CoT-RAG plan-first, {label}"] = plan_first(hybrid, chat, questions)
+        for append, how in ((True, "steps + question"), (False, "steps alone")):
+            with rec.stage(f"self-ask ({how}), {label}", items=len(questions)):
+                interleaved, fused, seconds = iterative(hybrid, chat, questions, append_question=append)
+            runs[f"CoT-RAG self-ask ({how}), {label}"] = (interleaved, seconds)
+            runs[f"CoT-RAG self-ask ({how}), RRF with the question's ranking, {label}"] = (fused, seconds)
+    name = "course-multihop" + ("-no-specialist" if args.no_specialist else "")
+    write_result(name, rows_for(runs, questions), rec, {"budget": BUDGET, "max_steps": MAX_STEPS,
+                                                        "questions": len(questions)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

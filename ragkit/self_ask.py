@@ -1,0 +1,139 @@
+"""Iterative CoT-RAG (self-ask): plan the steps, then retrieve them one at a time, each later step's
+references to earlier answers (#1, #2) replaced by what those steps found.
+
+What a step "found" is its bridge: a reader's short answer when a reader is given (and says something),
+else the sentence of the step's top hits closest to the step in the embedder's space. Appending the
+question to every step's query keeps the search on the question's topic. The evidence of a run is the
+steps' rankings interleaved, cut at a passage budget, so it compares with plan-first CoT-RAG and with the
+question alone at the same budget. Taught in lessons/09_specialists.ipynb.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ragkit import models
+from ragkit.corpus import Hit, check_query
+from ragkit.cot_rag import decompose
+from ragkit.embeddings import unit_rows
+from ragkit.fusion import interleave
+from ragkit.llm import ChatModel
+from ragkit.reasoning import Meter, Search, check_max_steps, safe_search, shorten
+from ragkit.text import split_sentences
+
+Reader = Callable[[str, Sequence[Hit]], str]  # (step query, its hits) -> a short answer, '' if none
+_REFERENCE = re.compile(r"#\s*(\d+)")
+
+
+@dataclass(frozen=True)
+class AskedStep:
+    """One step as planned, the query it was searched with, its hits and what it found (its bridge)."""
+
+    number: int
+    step: str
+    query: str
+    hits: tuple[Hit, ...]
+    bridge: str
+    bridge_from: str  # 'reader', 'sentence' or '' (nothing found)
+    latency: float
+
+
+@dataclass(frozen=True)
+class SelfAskResult:
+    """A self-ask run: the plan, the steps in order, their cost and what went wrong."""
+
+    question: str
+    steps: tuple[AskedStep, ...]
+    plan: str
+    tokens: int
+    latency: float
+    model: str
+    warnings: tuple[str, ...] = ()
+
+    def evidence(self, k: int) -> list[Hit]:
+        """The steps' hits interleaved (each step's 1st, then each one's 2nd, ...), each passage once, top k."""
+        return interleave([list(step.hits) for step in self.steps], k)
+
+    def trace_markdown(self) -> str:
+        """The run as markdown: each step as planned, as searched, its top hits and its bridge."""
+        lines = [f"**Question:** {self.question}", ""]
+        for step in self.steps:
+            lines += [f"**{step.number}. {step.step}**", f"- searched: `{shorten(step.query, 200)}`",
+                      f"- top hits: {', '.join(f'`{h.id}`' for h in step.hits[:3]) or 'nothing'}",
+                      f"- #{step.number} = {shorten(step.bridge, 160) or '(nothing)'}"
+                      + (f" ({step.bridge_from})" if step.bridge_from else ""), ""]
+        lines.append(f"{len(self.steps)} steps · {self.tokens} tokens · {self.latency:.2f} s · model {self.model}")
+        if self.warnings:
+            lines += ["", "**Warnings:**", *[f"- {w}" for w in self.warnings]]
+        return "\n".join(lines)
+
+
+def self_ask(question: str, search: Search, *, decomposer: ChatModel | None = None, embedder=None,
+             reader: Reader | None = None, max_steps: int = 4, k: int = 5, append_question: bool = True,
+             bridge_hits: int = 2, constrain: str = "auto") -> SelfAskResult:
+    """Plan the steps (decomposer: else the decomposer setting's model), then search them in order, resolving
+    #j to step j's bridge.
+
+    Taught in lessons/09_specialists.ipynb.
+    """
+    check_query(question)
+    check_max_steps(max_steps)
+    if k < 1 or bridge_hits < 1:
+        raise ValueError(f"k and bridge_hits must be at least 1, got {k} and {bridge_hits}")
+    started, meter = time.perf_counter(), Meter(decomposer or models.role_model("decomposer"))
+    plan_steps, plan, warnings = decompose(question, meter, max_steps=max_steps, constrain=constrain)
+    embedder = embedder or models.embedder()
+    steps: list[AskedStep] = []
+    for number, planned in enumerate(plan_steps, start=1):
+        step_started = time.perf_counter()
+        resolved, notes = resolve_references(planned, [s.bridge for s in steps])
+        query = f"{resolved} {question}" if append_question else resolved
+        hits, note = safe_search(search, query, k=k)
+        bridge, source = find_bridge(resolved, hits[:bridge_hits], embedder, reader)
+        warnings += [f"step {number}: {n}" for n in [*notes, note] if n]
+        if hits and not bridge:
+            warnings.append(f"step {number}: found nothing to stand in for #{number}")
+        steps.append(AskedStep(number, planned, query, tuple(hits), bridge, source,
+                               time.perf_counter() - step_started))
+    return SelfAskResult(question, tuple(steps), plan, meter.tokens, time.perf_counter() - started, meter.model,
+                         tuple(warnings))
+
+
+def resolve_references(step: str, bridges: Sequence[str]) -> tuple[str, list[str]]:
+    """The step with each #j replaced by bridges[j-1]; a reference to no earlier step is dropped, with a note."""
+    notes: list[str] = []
+
+    def replace(match: re.Match) -> str:
+        number = int(match.group(1))
+        if 1 <= number <= len(bridges) and bridges[number - 1]:
+            return bridges[number - 1]
+        notes.append(f"#{number} refers to no earlier step that found something; dropped it")
+        return ""
+
+    return " ".join(_REFERENCE.sub(replace, step).split()), notes
+
+
+def find_bridge(step: str, hits: Sequence[Hit], embedder, reader: Reader | None = None) -> tuple[str, str]:
+    """What a step found: the reader's answer if it gives one, else the hits' sentence closest to the step."""
+    if not hits:
+        return "", ""
+    if reader is not None:
+        answer = " ".join((reader(step, hits) or "").split())
+        if answer:
+            return answer, "reader"
+    sentence = closest_sentence(step, [hit.doc.text for hit in hits], embedder)
+    return sentence, "sentence" if sentence else ""
+
+
+def closest_sentence(query: str, texts: Sequence[str], embedder) -> str:
+    """The sentence of the texts whose passage embedding is closest (cosine) to the query's; '' if none."""
+    sentences = list(dict.fromkeys(s for text in texts for s in split_sentences(text)))
+    if not sentences or not query.strip():
+        return ""
+    scores = unit_rows(embedder.embed_passages(sentences)) @ unit_rows(embedder.embed_queries([query]))[0]
+    return sentences[int(np.argmax(scores))]
