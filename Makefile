@@ -112,7 +112,7 @@ bench-strategyqa: $(STAMP)
 	$(BIN)/python benchmarks/strategyqa.py $(STRATEGYQA_ARGS)
 
 # Multi-hop retrieval on the course's 47 questions at 5 passages: the question alone, lesson 06's no-model
-# iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~5 min).
+# iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~6 min).
 bench-multihop: $(STAMP)
 	$(BIN)/python benchmarks/course_multihop.py
 
