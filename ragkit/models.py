@@ -59,10 +59,16 @@ def reranker(spec: str | None = None) -> Reranker:
     return _reranker(spec or settings.reranker, settings.threads, settings.model_cache)
 
 
+def reply_store(model_cache: str | None = None) -> ReplyCache | None:
+    """The store of chat replies under the model_cache setting (or the folder given), or None when it is off."""
+    folder = load_settings().model_cache if model_cache is None else model_cache
+    return ReplyCache(Path(folder) / "replies") if folder else None
+
+
 @cache
 def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = "") -> ChatModel:
     kind, argument = split_spec(spec)
-    replies = ReplyCache(Path(model_cache) / "replies") if model_cache else None
+    replies = reply_store(model_cache)
     if kind == "local":
         return LlamaCppChat(smollm2_path(), threads=threads, replies=replies)
     if kind == "gguf":

@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import finetune
+from ragkit import finetune, models
 from ragkit.config import PROJECT_DIR, cache_dir, load_settings, package_version
 from ragkit.cot_rag import parse_steps
 from ragkit.errors import ConfigError, ModelNotFound
@@ -269,16 +269,8 @@ def load_specialist(path: str | Path, *, backend: str = "llama.cpp", threads: in
         raise ModelNotFound(f"the specialist in {path} has no llama.cpp adapter ({ADAPTER_GGUF}; full fine-tuning "
                             "writes none): load it with backend='transformers'")
     finetune.check_base(record["base"], path)
-    chat = LlamaCppChat(smollm2_path(), threads=threads, lora=[path / ADAPTER_GGUF], replies=_reply_cache())
+    chat = LlamaCppChat(smollm2_path(), threads=threads, lora=[path / ADAPTER_GGUF], replies=models.reply_store())
     return Specialist(record["job"], chat, path=path, record=record)
-
-
-def _reply_cache():
-    """The model_cache setting's reply store (as ragkit.models uses it), or None."""
-    from ragkit.model_cache import ReplyCache
-
-    folder = load_settings().model_cache
-    return ReplyCache(Path(folder) / "replies") if folder else None
 
 
 # --- building ---------------------------------------------------------------------------------------------
