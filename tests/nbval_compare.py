@@ -80,7 +80,7 @@ def cell_comparison(source: str) -> tuple[str, Tolerance]:
 
 def comparison_kind(source: str) -> str:
     """The comparison a cell asks for with its marker comment (EXACT without one)."""
-    return cell_comparison(source)[0]
+    return cell_tolerances(source)[0]
 
 
 def split_numbers(text: str) -> tuple[list[str], list[str]]:
