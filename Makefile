@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS -u RAGKIT_MODEL_CACHE \
-	-u RAGKIT_DECOMPOSER \
+	-u RAGKIT_DECOMPOSER -u RAGKIT_JUDGE -u RAGKIT_ANSWERER \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
 .PHONY: install reranker specialists bench-multihop lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean

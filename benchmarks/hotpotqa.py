@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import sys
 import time
@@ -73,22 +72,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from harness import RESULTS_DIR, StageRecorder, evaldata_dir, write_result  # noqa: E402
-from scifact import bm25_hits, encode_corpus, positive_int, rank_by_scores, set_threads  # noqa: E402
+from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm25_search, data_folder,  # noqa: E402
+                     encode_corpus, ms, positive_int, result_name, rung_table, set_threads, write_result)
 from ragkit import models  # noqa: E402
 from ragkit.config import load_settings  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question, read_jsonl  # noqa: E402
+from ragkit.corpus import Doc, Hit, Question, Search, read_jsonl  # noqa: E402
 from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
 from ragkit.evaluate import answers_of, exact_match, supporting_evidence_recall, token_f1  # noqa: E402
 from ragkit.fusion import RRF_K, interleave, reciprocal_rank_fusion  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
-from ragkit.model_cache import EMBEDDINGS_DIR  # noqa: E402
 from ragkit.reasoning import excerpts_text  # noqa: E402
 from ragkit.text import search_tokenize, split_sentences, tokenize  # noqa: E402
 
-Search = Callable[..., list[Hit]]  # search(query, k=...) -> hits, best first
 QUESTIONS_FILE = "dev500_distractor.jsonl"
 CORPUS_FILE = "dev500_pooled_corpus.jsonl"
 BRIDGE_ROWS = 250  # dev500 is sorted by type: rows 0-249 bridge, 250-499 comparison (README)
@@ -96,8 +93,6 @@ BUDGET = 5  # paragraphs of evidence every pipeline is scored on
 DEPTH = 50  # each ranking fed to a fusion (hybrid legs, iterative queries) is cut here
 FOLLOW = 3  # rung 3: second queries from this many top hits
 LLM_QUESTIONS = 100
-ENCODE_CHUNK = 256  # passages encoded (and saved to the cache) per call: an interrupted run keeps its work
-CACHE_ROOT = EMBEDDINGS_DIR  # where passage vectors are cached (tests point it elsewhere)
 TOKENIZERS = {"search": search_tokenize, "words": tokenize}  # words: lowercase words, no stemming or stop list
 README_BM25_ALL_GOLD5 = 0.558
 REFERENCES = {
@@ -130,23 +125,6 @@ _CITATION = re.compile(r"\s*\[[^\]]*\]")
 
 
 # --- data ----------------------------------------------------------------------------------------
-
-
-def data_folder(arg: str | None, name: str, files: Sequence[str]) -> Path:
-    """The dataset folder from --data or $RAGKIT_EVALDATA/<name>; a clear exit if a file is missing."""
-    hint = (f"pass --data /path/to/{name} (holding {', '.join(files)}) "
-            f"or set RAGKIT_EVALDATA to the folder that holds {name}/")
-    if arg:
-        folder = Path(arg).expanduser()
-    else:
-        try:
-            folder = evaldata_dir() / name
-        except FileNotFoundError as err:
-            raise SystemExit(f"{err}\n{hint}") from None
-    missing = [file for file in files if not (folder / file).is_file()]
-    if missing:
-        raise SystemExit(f"no {name} data at {folder} (missing {', '.join(missing)}): {hint}")
-    return folder
 
 
 def question_type(row: Mapping, index: int) -> str:
@@ -183,56 +161,12 @@ def load_hotpotqa(folder: Path) -> tuple[list[Question], list[Doc]]:
     return questions, docs
 
 
-def balanced_sample(items: Sequence, n: int | None, *, key: Callable, seed: int = 0) -> list:
-    """A seeded sample of n items taking the groups of key(item) in turn, in input order; nested: a
-    smaller n picks a subset of a larger one with the same seed."""
-    if n is None or n >= len(items):
-        return list(items)
-    groups: dict = {}
-    for index, item in enumerate(items):
-        groups.setdefault(key(item), []).append(index)
-    rng = random.Random(seed)
-    queues = [rng.sample(indices, len(indices)) for _, indices in sorted(groups.items(), key=lambda g: str(g[0]))]
-    chosen: list[int] = []
-    while len(chosen) < n:
-        for queue in queues:
-            if queue and len(chosen) < n:
-                chosen.append(queue.pop(0))
-    return [items[i] for i in sorted(chosen)]
-
-
 def type_of(question: Question) -> str:
     """A HotpotQA question's type (bridge or comparison)."""
     return question.extra.get("type", "")
 
 
 # --- retrievers ----------------------------------------------------------------------------------
-
-
-def bm25_search(index: BM25Index) -> Search:
-    """BM25 as a search(query, k=) function; a query with no word left retrieves nothing."""
-    def search(query: str, *, k: int = BUDGET) -> list[Hit]:
-        return bm25_hits(index, query, k)
-    return search
-
-
-class ExactDense:
-    """Exact cosine search: the query vector times the (cached) passage matrix, ties in corpus order.
-
-    Not ragkit's DenseIndex: Qdrant's local mode searches by brute force in Python, ~40x slower than
-    this product for the same top 10 (GUIDE §7), so it would time Python loops, not retrieval."""
-
-    def __init__(self, docs: Sequence[Doc], passages: np.ndarray, embedder):
-        self.docs, self.passages, self.embedder = list(docs), passages, embedder
-
-    def search(self, query: str, *, k: int = BUDGET) -> list[Hit]:
-        """The k passages nearest the query."""
-        return rank_by_scores(self.docs, self.passages @ self.embedder.embed_queries([query])[0], k)
-
-
-def encode_passages(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str) -> tuple[np.ndarray, dict]:
-    """Passage vectors from the on-disk cache under CACHE_ROOT (scifact's encode_corpus)."""
-    return encode_corpus(embedder, docs, rec, label, root=CACHE_ROOT)
 
 
 def build_searches(docs: Sequence[Doc], rec: StageRecorder, *, hybrid: bool,
@@ -244,7 +178,7 @@ def build_searches(docs: Sequence[Doc], rec: StageRecorder, *, hybrid: bool,
     if hybrid:
         with rec.stage("dense: load embedder"):
             embedder = models.embedder()
-        passages, info["embedding_cache"] = encode_passages(embedder, docs, rec, "dense")
+        passages, info["embedding_cache"] = encode_corpus(embedder, docs, rec, "dense")
         dense = ExactDense(docs, passages, embedder)
         searches["hybrid"] = HybridIndex([searches["bm25"], dense.search], depth=DEPTH).search
         info["embedder"] = embedder.name
@@ -361,16 +295,6 @@ def answer_scores(predictions: Mapping[str, str], questions: Sequence[Question])
     return {"questions": len(questions),
             "EM": _mean(exact_match(predictions[q.id], answers_of(q)) for q in questions),
             "F1": _mean(token_f1(predictions[q.id], answers_of(q)) for q in questions)}
-
-
-def ms(seconds: Mapping[str, float], questions: Sequence[Question]) -> float:
-    """Mean milliseconds per question."""
-    return 1000 * float(np.mean([seconds[q.id] for q in questions]))
-
-
-def table(rows: Mapping[str, Mapping]) -> list[dict]:
-    """{rung: values} as rows with every column (blank where a rung has no value)."""
-    return [{"rung": name, **{c: values.get(c, "") for c in COLUMNS}} for name, values in rows.items()]
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -502,11 +426,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def result_name(base: str, *, subset: bool, skip_llm: bool) -> str:
-    """results/<base>[-retrieval][-subset]: a partial run never overwrites a full one."""
-    return base + ("-retrieval" if skip_llm else "") + ("-subset" if subset else "")
-
-
 def notes(rows: Mapping[str, Mapping], *, full: bool, tokenizer: str) -> str:
     """Published and measured reference points, and whether the README's BM25 check is reproduced."""
     lines = ["reference points: " + "; ".join(f"{k}: {v}" for k, v in REFERENCES.items())]
@@ -558,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "budget": BUDGET, "depth": DEPTH, "follow": FOLLOW, "rrf_k": RRF_K, "references": REFERENCES, **info}
     few_llm = bool(llm_questions) and len(llm_questions) < min(LLM_QUESTIONS, len(questions))
     name = result_name("hotpotqa", subset=not full or few_llm, skip_llm=args.skip_llm)
-    write_result(name, table(rows), rec, extra, results_dir=args.results_dir)
+    write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir)
     print(notes(rows, full=full, tokenizer=args.bm25_tokenizer))
     return 0
 

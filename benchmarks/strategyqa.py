@@ -17,11 +17,11 @@ only one of them in the answer; anything else is "unknown", counted wrong and co
   majority class   always "no" (train's majority, 1,219 of 2,290): 104/200 = 0.52 on the fixed 200.
   retrieval check  facts recall@5 with the question as the query (README, BM25: 0.677; all facts: 0.40).
   (a) plain CoT    rwr's own few-shot chain-of-thought prompt, greedy, its "So the answer is" answer.
-  (b) self-consistency  ragkit.rwr.self_consistency: --paths sampled chains (T=0.7), majority vote.
+  (b) self-consistency  ragkit.voting.self_consistency: --paths sampled chains (T=0.7), majority vote.
   (c) RwR          ragkit.rwr.rwr: the same greedy chain, each step checked against its top --k facts
                    (keyword query), confirmed / corrected / unverified, then an answer from the revised
                    steps. "steps corrected" counts corrections over all steps.
-  (d) RwR vote     ragkit.rwr.rwr_vote: the same --paths chains as (b) (same seeds), each scored by how
+  (d) RwR vote     ragkit.voting.rwr_vote: the same --paths chains as (b) (same seeds), each scored by how
                    well its steps' facts support it (--scorer embedding | cross-encoder | llm), a
                    support-weighted vote. The paper: +4.4 points over self-consistency with GPT-3.
 The default 135M model confirms almost nothing (72 of 73 steps "unverified" on 40 questions), so (c) is no
@@ -53,22 +53,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from harness import RESULTS_DIR, StageRecorder, write_result  # noqa: E402
-from hotpotqa import (ExactDense, balanced_sample, bm25_search, data_folder, encode_passages, ms,  # noqa: E402
-                      result_name)
-from scifact import positive_int, set_threads  # noqa: E402
+from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm25_search,  # noqa: E402
+                     course_cross_encoder, data_folder, encode_corpus, ms, positive_int, result_name, rung_table,
+                     set_threads, write_result)
 from ragkit import models  # noqa: E402
 from ragkit.config import load_settings  # noqa: E402
-from ragkit.corpus import Doc, Question, read_jsonl  # noqa: E402
+from ragkit.corpus import Doc, Question, Search, read_jsonl  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
 from ragkit.evaluate import all_gold_at_k, normalize_answer, recall_at_k  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
-from ragkit.rwr import (SCORERS, cot_options, cot_prompt, evidence_scorer, parse_cot, rwr, rwr_vote,  # noqa: E402
-                        self_consistency)
+from ragkit.rwr import cot_options, cot_prompt, parse_cot, rwr  # noqa: E402
+from ragkit.voting import SCORERS, evidence_scorer, rwr_vote, self_consistency  # noqa: E402
 from ragkit.text import search_tokenize  # noqa: E402
 
-Search = Callable[..., list]
 TRAIN_FILE = "strategyqa_train.json"
 DEV_FILE = "dev200_qids.json"
 FACTS_FILE = "facts_corpus.jsonl"
@@ -191,7 +189,7 @@ def build_searches(facts: Sequence[Doc], rec: StageRecorder, *, hybrid: bool) ->
     if hybrid:
         with rec.stage("dense: load embedder"):
             embedder = models.embedder()
-        vectors, info["embedding_cache"] = encode_passages(embedder, facts, rec, "dense")
+        vectors, info["embedding_cache"] = encode_corpus(embedder, facts, rec, "dense")
         searches["hybrid"] = HybridIndex([searches["bm25"], ExactDense(facts, vectors, embedder).search]).search
         info["embedder"] = embedder.name
     return searches, info, embedder
@@ -200,8 +198,6 @@ def build_searches(facts: Sequence[Doc], rec: StageRecorder, *, hybrid: bool) ->
 def make_scorer(name: str, chat, rec: StageRecorder, threads: int, embedder=None):
     """The RwR vote's evidence scorer: e5 cosine, the course cross-encoder (trained if need be) or the chat model."""
     if name == "cross-encoder":
-        from scifact import course_cross_encoder
-
         reranker, _ = course_cross_encoder(rec, threads)
         return evidence_scorer("cross-encoder", reranker=reranker)
     if name == "embedding" and embedder is None:
@@ -291,11 +287,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def table(rows: Mapping[str, Mapping]) -> list[dict]:
-    """{rung: values} as rows with every column (blank where a rung has no value)."""
-    return [{"rung": name, **{c: values.get(c, "") for c in COLUMNS}} for name, values in rows.items()]
-
-
 def notes(rows: Mapping[str, Mapping], *, full: bool) -> str:
     """Reference points, and the README's retrieval check next to this run's."""
     lines = ["reference points: " + "; ".join(f"{k}: {v}" for k, v in REFERENCES.items()),
@@ -338,8 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              "data": str(folder), "questions": len(questions), "facts": len(facts),
              "answers": {a: sum(q.answer == a for q in questions) for a in ("yes", "no")},
              "references": REFERENCES, **info}
-    write_result(result_name("strategyqa", subset=not full, skip_llm=args.skip_llm), table(rows), rec, extra,
-                 results_dir=args.results_dir)
+    name = result_name("strategyqa", subset=not full, skip_llm=args.skip_llm)
+    write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir)
     print(notes(rows, full=full))
     return 0
 

@@ -25,7 +25,7 @@ TRUE_WORDS = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true
 
 @dataclass(frozen=True)
 class Settings:
-    """Which chat model (and which plans CoT-RAG's steps), embedder and vector store to use, and how many CPU threads."""
+    """Which models (chat, and per reasoning job), embedder, reranker and vector store to use, and how many threads."""
 
     llm: str = "local"
     embedder: str = "e5"
@@ -39,6 +39,9 @@ class Settings:
     # the model that plans CoT-RAG's steps: '' (the chat model above, prompted few-shot), 'specialist' (the
     # chat model fine-tuned for the job, lesson 09) or any chat model spec (e.g. ollama:qwen2.5:3b-instruct)
     decomposer: str = ""
+    # the models that judge RwR's steps against evidence and write its final answer (same choices as decomposer)
+    judge: str = ""
+    answerer: str = ""
 
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,9 @@ class Hit:
     def id(self) -> str:
         """The retrieved doc's id."""
         return self.doc.id
+
+
+Search = Callable[..., list[Hit]]  # called as search(query, k=...), like BM25Index.search
 
 
 @dataclass(frozen=True)

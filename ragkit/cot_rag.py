@@ -11,7 +11,6 @@ Taught in lessons/06_cot_rag.ipynb.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
@@ -21,8 +20,9 @@ from ragkit import models
 from ragkit.corpus import Hit, check_query
 from ragkit.llm import ChatModel
 from ragkit.reasoning import (Meter, Search, check_max_steps, clean_item, copy_warnings, drop_repeats,
-                              excerpts_text, html_table, json_items, length_warning, list_grammar, marked_lines,
+                              excerpts_text, json_items, length_warning, list_grammar, marked_lines,
                               pick_constraint, safe_search, shorten, step_key, unique_ids)
+from ragkit.trace import hit_lines, html_table, warning_html, warning_lines
 
 NOT_FOUND = "not found in context"
 NO_CONTEXT_WARNING = "no context was retrieved in any step: the answer may be fabricated"
@@ -123,8 +123,7 @@ class CoTResult:
         lines = [f"**Question:** {self.question}", ""]
         for step in self.steps:
             lines += [f"**S{step.number}. {step.thought}**", f"- sub-query: `{shorten(step.sub_query, 200)}`"]
-            lines += [f"- retrieved: {', '.join(f'`{h.id}` ({h.score:.3g})' for h in step.excerpts) or 'nothing'}"]
-            lines += [f"  > [{h.id}] {shorten(h.doc.text, 160)}" for h in step.excerpts]
+            lines += hit_lines("retrieved", step.excerpts)
             mark = "" if step.found else " ⚠ gap"
             lines += [f"- finding{mark}: {step.finding} ({step.latency:.2f} s)", ""]
         cited = ", ".join(f"S{n}" for n in self.cited_steps()) or "none"
@@ -133,9 +132,7 @@ class CoTResult:
                   f"cited steps: {cited} · gaps: {gaps} · sources: {', '.join(self.sources) or 'none'}",
                   f"{len(self.steps)} steps · {self.total_chunks} chunks · {self.tokens} tokens · "
                   f"{self.latency:.2f} s · model {self.model}"]
-        if self.warnings:
-            lines += ["", "**Warnings:**", *[f"- {w}" for w in self.warnings]]
-        return "\n".join(lines)
+        return "\n".join(lines + warning_lines(self.warnings))
 
     def trace_html(self) -> str:
         """A compact HTML table, one row per step (gaps shaded), for IPython.display.HTML."""
@@ -145,8 +142,7 @@ class CoTResult:
         caption = f"{self.question} → {shorten(self.answer, 160) or '(empty)'}"
         table = html_table(("step", "sub-query", "sources", "finding", "s"), rows, caption=caption,
                            row_styles=shades)
-        notes = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-        return table + (f"<ul style='color:#a33'>{notes}</ul>" if notes else "")
+        return table + warning_html(self.warnings)
 
 
 def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, decomposer: ChatModel | None = None,

@@ -6,17 +6,15 @@ Taught in lessons/02_embeddings.ipynb.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ragkit import models
-from ragkit.corpus import Doc, Hit, check_docs, check_query, passage_text
+from ragkit.corpus import Doc, Hit, Search, check_docs, check_query, passage_text
 from ragkit.embeddings import Embedder
 from ragkit.fusion import RRF_K, reciprocal_rank_fusion
 from ragkit.store import VectorStore
-
-Search = Callable[..., list[Hit]]
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:

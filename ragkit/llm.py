@@ -171,7 +171,7 @@ class OllamaChat:
             raise BackendError("Ollama does not take GBNF grammars: pass json_schema instead")
         options = {"num_predict": max_tokens, "temperature": temperature, "seed": 0, "stop": list(stop)}
         started = time.perf_counter()
-        with _ollama_errors(self.host, self.name):
+        with ollama_errors(self.host, self.name):
             reply = self._client.chat(model=self.name, messages=as_messages(messages),
                                       options=options, format=json_schema)
         return ChatReply(text=reply.message.content or "", model=self.name,
@@ -182,7 +182,7 @@ class OllamaChat:
 
 def installed_ollama_models(client, host: str) -> list[str]:
     """Names of the models an Ollama server has pulled; a clear error when it does not answer."""
-    with _ollama_errors(host, ""):
+    with ollama_errors(host, ""):
         return [m.model for m in client.list().models]
 
 
@@ -202,7 +202,7 @@ def pick_ollama_model(installed: Sequence[str], wanted: str, preference: Sequenc
 
 
 @contextmanager
-def _ollama_errors(host: str, model: str):
+def ollama_errors(host: str, model: str):
     """Turn the ollama client's connection and 404 errors into ragkit errors that say what to do."""
     import ollama
 

@@ -23,7 +23,7 @@ from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMRer
 LLM_KINDS = ("local", "gguf", "ollama", "openai")
 EMBEDDER_KINDS = ("e5", "minilm", "st", "flag", "ollama", "openai")
 RERANKER_KINDS = ("course", "ce", "flag", "llm")
-ROLES = ("decomposer",)  # jobs with a setting of their own
+ROLES = ("decomposer", "judge", "answerer")  # jobs with a setting of their own
 
 
 def chat_model(spec: str | None = None) -> ChatModel:

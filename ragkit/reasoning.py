@@ -6,17 +6,15 @@ Taught in lessons/06_cot_rag.ipynb and lessons/07_rethinking_with_retrieval.ipyn
 
 from __future__ import annotations
 
-import html
 import json
 import re
-from typing import Callable, Collection, Sequence
+from typing import Collection, Sequence
 
-from ragkit.corpus import Hit, passage_text
+from ragkit.corpus import Hit, Search, passage_text
 from ragkit.errors import EmptyQueryError
 from ragkit.llm import ChatModel, ChatReply, LlamaCppChat
 from ragkit.text import ENGLISH_STOPWORDS
 
-Search = Callable[..., list[Hit]]  # called as search(query, k=...), like BM25Index.search
 CONSTRAINTS = ("auto", "grammar", "json", "none")
 MAX_REPEAT_WARNINGS = 3  # a looping reply repeats a line dozens of times: name a few, count the rest
 
@@ -220,21 +218,6 @@ def excerpts_text(hits: Sequence[Hit], *, max_chars: int = 500) -> str:
     """Hits as numbered excerpts for a prompt: '[1] title: text'."""
     return "\n".join(f"[{i}] {shorten(passage_text(hit.doc).replace(chr(10), ': ', 1), max_chars)}"
                      for i, hit in enumerate(hits, start=1))
-
-
-def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str = "",
-               row_styles: Sequence[str] = ()) -> str:
-    """A small self-contained HTML table (cells escaped), for IPython.display.HTML."""
-    style = "border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top"
-    head = "".join(f'<th style="{style}">{html.escape(h)}</th>' for h in headers)
-    body = []
-    for i, row in enumerate(rows):
-        extra = row_styles[i] if i < len(row_styles) else ""
-        cells = "".join(f'<td style="{style}">{html.escape(str(c))}</td>' for c in row)
-        body.append(f'<tr style="{extra}">{cells}</tr>')
-    cap = f"<caption style='text-align:left'>{html.escape(caption)}</caption>" if caption else ""
-    return (f'<table style="border-collapse:collapse;font-size:90%">{cap}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
 
 
 def list_grammar(max_items: int, *, prefix: str = "{n}. ", tail: str = "", max_chars: int = 150) -> str:

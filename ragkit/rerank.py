@@ -14,7 +14,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from ragkit.corpus import Doc, Hit, check_query, passage_text
-from ragkit.embeddings import _local_model_dir
+from ragkit.embeddings import local_model_dir
 from ragkit.llm import ChatModel
 
 RELEVANCE_SCALE = tuple(range(11))
@@ -48,7 +48,7 @@ class CrossEncoderReranker:
         from sentence_transformers import CrossEncoder
 
         torch.set_num_threads(threads)
-        path = _local_model_dir(name_or_path)
+        path = local_model_dir(name_or_path)
         self._model = CrossEncoder(path, max_length=max_length, device="cpu")
         self.name = Path(path).name
 
@@ -68,7 +68,7 @@ class FlagCrossEncoderReranker:
         from FlagEmbedding import FlagReranker
 
         torch.set_num_threads(threads)
-        path = _local_model_dir(name_or_path)
+        path = local_model_dir(name_or_path)
         self._model = FlagReranker(path, use_fp16=False, devices="cpu", max_length=max_length)
         self.name = Path(path).name + " (FlagReranker)"
 
@@ -135,3 +135,15 @@ def parse_score(text: str) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if 0 <= value <= 10 else None
+
+
+class LLMScorer(LLMReranker):
+    """LLMReranker's 0-10 score divided by 10: a 0-1 support score (ragkit.voting's 'llm' scorer)."""
+
+    def __init__(self, chat: ChatModel, *, max_doc_chars: int = 1200):
+        super().__init__(chat, max_doc_chars=max_doc_chars)
+        self.name = f"LLM 0-10 score ({chat.name})"
+
+    def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
+        """The model's score of each doc for the statement, on 0-1."""
+        return super().score(query, docs) / 10.0

@@ -8,48 +8,37 @@ per step (confirmed / corrected / unverified, JSON-schema constrained, plus a co
 the evidence and the steps verified so far; a final answer from the revised steps. A step without
 evidence stays unverified without asking the model.
 
-`rwr_vote`, the paper's own variant: sample N paths at temperature > 0, score every path by its
-evidence, vote weighted by that score:
+The paper's own variant, a vote over sampled chains weighted by their evidence, and the self-consistency
+baseline are in ragkit.voting.
 
-    support(path) = (1/|steps|) · Σ_{step s} max_{e in top-k evidence of s} clip(score(s, e), 0, 1)
-                    (a step without evidence scores 0; a path without steps has support 0)
-    answer        = argmax_a Σ_{paths i with answer a} support(path_i)
-                    (answers compared after SQuAD normalisation, 'yes, …' → 'yes'; ties: more paths,
-                    then the earliest path; if every support is 0, the majority answer, with a warning)
-
-The paper scores with an NLI model; here `scorer` picks 'embedding' (cosine of step and evidence),
-'cross-encoder' (a Reranker's score, e.g. the course cross-encoder), 'llm' (the chat model's 0-10
-score / 10) or any object with .score(text, docs). `self_consistency` is the same sampling with a
-plain majority vote: the baseline the paper measures against.
+With specialists (lesson 09): `judge` is the model that gives the verdicts and `answerer` the one that writes
+the final answer (each the chat model unless set, RAGKIT_JUDGE / RAGKIT_ANSWERER). A judge specialist replies
+supports / contradicts / unrelated: supports confirms the step, contradicts corrects it to the evidence
+sentence closest to it, unrelated leaves it unverified. An answerer specialist answers yes or no from the
+question and facts: the revised steps that evidence confirmed or corrected, then each step's best evidence.
 Taught in lessons/07_rethinking_with_retrieval.ipynb.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol, Sequence
-
-import numpy as np
+from typing import Sequence
 
 from ragkit import models
-from ragkit.corpus import Doc, Hit, check_query
-from ragkit.evaluate import normalize_answer
+from ragkit.corpus import Hit, check_query, passage_text
 from ragkit.llm import ChatModel
 from ragkit.reasoning import (Meter, Search, check_max_steps, clean_item, copy_warnings, drop_repeats,
-                              excerpts_text, html_table, keyword_query, length_warning, list_grammar, marked_lines,
+                              excerpts_text, keyword_query, length_warning, list_grammar, marked_lines,
                               pick_constraint, safe_search, shorten, step_key, unique_ids)
-from ragkit.rerank import BiEncoderReranker as EmbeddingScorer  # the same cosine scorer lesson 04 uses
-from ragkit.rerank import LLMReranker
+from ragkit.specialist_records import judge_messages, parse_label
 from ragkit.text import split_sentences
+from ragkit.trace import hit_lines, html_table, warning_html, warning_lines
 
 VERDICTS = ("confirmed", "corrected", "unverified")
 QUERY_MODES = ("keywords", "step", "llm")
-SCORERS = ("embedding", "cross-encoder", "llm")
 ANSWER_LEAD = "So the answer is"
 
 # Few-shot examples about animals: a domain far from the course data, so a copied entity is visible.
@@ -163,9 +152,7 @@ class RwRResult:
         lines = [f"**Question:** {self.question}", ""]
         for step in self.steps:
             lines += [f"**Step {step.number}** — {_VERDICT_MARK[step.verdict]} {step.verdict}: {step.original}",
-                      f"- query: `{shorten(step.query, 200)}`",
-                      f"- evidence: {', '.join(f'`{h.id}` ({h.score:.3g})' for h in step.evidence) or 'nothing'}"]
-            lines += [f"  > [{h.id}] {shorten(h.doc.text, 160)}" for h in step.evidence]
+                      f"- query: `{shorten(step.query, 200)}`", *hit_lines("evidence", step.evidence)]
             if step.verdict == "corrected":
                 lines.append(f"- corrected to: {step.corrected}")
             lines += [f"- {step.latency:.2f} s", ""]
@@ -173,7 +160,7 @@ class RwRResult:
                   f"**Answer after rethinking:** {self.answer or '(none)'}", "",
                   f"corrected {self.corrected} of {self.total_steps} steps · {self.tokens} tokens · "
                   f"{self.latency:.2f} s · model {self.model}"]
-        return "\n".join(lines + _warning_lines(self.warnings))
+        return "\n".join(lines + warning_lines(self.warnings))
 
     def trace_html(self) -> str:
         """A compact HTML table, one row per step, coloured by verdict, for IPython.display.HTML."""
@@ -182,93 +169,30 @@ class RwRResult:
         caption = f"{self.question} → CoT: {self.cot_answer or '(none)'} · RwR: {self.answer or '(none)'}"
         table = html_table(("step", "as written", "query", "evidence", "verdict", "correction"), rows,
                            caption=caption, row_styles=[_VERDICT_STYLE[s.verdict] for s in self.steps])
-        return table + _warning_html(self.warnings)
+        return table + warning_html(self.warnings)
 
 
-@dataclass(frozen=True)
-class ReasoningPath:
-    """One sampled chain of thought, its evidence per step and how well that evidence supports it."""
-
-    number: int
-    text: str
-    steps: tuple[str, ...]
-    answer: str
-    evidence: tuple[tuple[Hit, ...], ...] = ()
-    step_support: tuple[float, ...] = ()
-    support: float = 0.0
-
-
-@dataclass(frozen=True)
-class VoteResult:
-    """A vote over sampled paths: the winner, the plain majority, each path's support, the tallies."""
-
-    question: str
-    answer: str
-    majority_answer: str
-    paths: tuple[ReasoningPath, ...]
-    votes: tuple[tuple[str, float, int], ...]  # (answer, total support, paths), best first
-    scorer: str
-    tokens: int
-    latency: float
-    model: str
-    warnings: tuple[str, ...] = ()
-
-    def trace_markdown(self) -> str:
-        """Each path's answer and support, the tallies, and both winners."""
-        lines = [f"**Question:** {self.question}", "", "| path | answer | support | step support |",
-                 "|---|---|---|---|"]
-        for p in self.paths:
-            per_step = ", ".join(f"{s:.2f}" for s in p.step_support) or "—"
-            lines.append(f"| {p.number} | {_md(p.answer)} | {p.support:.3f} | {per_step} |")
-        lines += ["", "| answer | total support | paths |", "|---|---|---|"]
-        lines += [f"| {_md(a)} | {total:.3f} | {n} |" for a, total, n in self.votes]
-        lines += ["", f"**Support-weighted vote ({self.scorer}):** {self.answer or '(none)'}",
-                  f"**Majority vote:** {self.majority_answer or '(none)'}", "",
-                  f"{len(self.paths)} paths · {self.tokens} tokens · {self.latency:.2f} s · model {self.model}"]
-        return "\n".join(lines + _warning_lines(self.warnings))
-
-    def trace_html(self) -> str:
-        """One row per path (the winning answer's paths shaded), for IPython.display.HTML."""
-        winner = answer_key(self.answer)
-        rows = [(str(p.number), shorten(p.answer, 60), f"{p.support:.3f}",
-                 " | ".join(shorten(s, 60) for s in p.steps)) for p in self.paths]
-        styles = ["background:#e2f5e2" if winner and answer_key(p.answer) == winner else "" for p in self.paths]
-        caption = (f"{self.question} → weighted ({self.scorer}): {self.answer or '(none)'} · "
-                   f"majority: {self.majority_answer or '(none)'}")
-        return html_table(("path", "answer", "support", "steps"), rows, caption=caption,
-                          row_styles=styles) + _warning_html(self.warnings)
-
-
+JUDGE_VERDICTS = {"supports": "confirmed", "contradicts": "corrected", "unrelated": "unverified"}
 _VERDICT_MARK = {"confirmed": "✔", "corrected": "✎", "unverified": "?"}
 _VERDICT_STYLE = {"confirmed": "background:#e2f5e2", "corrected": "background:#fff3cd", "unverified": ""}
 
 
-def _warning_lines(warnings: Sequence[str]) -> list[str]:
-    return ["", "**Warnings:**", *[f"- {w}" for w in warnings]] if warnings else []
-
-
-def _warning_html(warnings: Sequence[str]) -> str:
-    items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-    return f"<ul style='color:#a33'>{items}</ul>" if items else ""
-
-
-def _md(text: str) -> str:
-    return shorten(text, 80).replace("|", "\\|") or "(none)"
-
-
 # --- one chain of thought, checked step by step ----------------------------------------------------
 
-def rwr(question: str, search: Search, *, chat: ChatModel | None = None, max_steps: int = 4, k: int = 3,
-        query: str = "keywords", constrain: str = "auto", max_tokens: int = 160,
-        max_chars: int = 400) -> RwRResult:
+def rwr(question: str, search: Search, *, chat: ChatModel | None = None, judge: ChatModel | None = None,
+        answerer: ChatModel | None = None, max_steps: int = 4, k: int = 3, query: str = "keywords",
+        constrain: str = "auto", max_tokens: int = 160, max_chars: int = 400) -> RwRResult:
     """Chain of thought; per step a query, evidence, a verdict; then a final answer.
 
-    Taught in lessons/07_rethinking_with_retrieval.ipynb.
+    The verdicts come from `judge` and the answer from `answerer`: each `chat` if given, else its setting's model.
+    Taught in lessons/07_rethinking_with_retrieval.ipynb and lessons/09_specialists.ipynb.
     """
     check_query(question)
     check_max_steps(max_steps)
-    _check_options(k=k, query=query)
+    check_options(k=k, query=query)
     started, meter = time.perf_counter(), Meter(chat or models.chat_model())
+    judges = Meter(judge or chat or models.role_model("judge"))
+    answers = Meter(answerer or chat or models.role_model("answerer"))
     reply = meter.chat(cot_prompt(question, max_steps=max_steps),
                        **cot_options(meter.inner, max_steps, constrain, max_tokens))
     texts, cot_answer, warnings = parse_cot(reply.text, max_steps=max_steps)
@@ -283,15 +207,22 @@ def rwr(question: str, search: Search, *, chat: ChatModel | None = None, max_ste
     steps: list[RwRStep] = []
     for number, text in enumerate(texts, start=1):
         step, notes = check_step(number, text, [s.text for s in steps], search, meter, k=k, query=query,
-                                 max_chars=max_chars)
+                                 max_chars=max_chars, judges=judges)
         steps.append(step)
         warnings += [f"step {number}: {note}" for note in notes]
-    answer, notes = final_answer(question, steps, meter, cot_answer=cot_answer, constrain=constrain)
-    return RwRResult(question, tuple(steps), cot_answer, answer, meter.tokens, time.perf_counter() - started,
-                     meter.model, tuple(warnings + notes), reply.text)
+    answer, notes = final_answer(question, steps, answers, cot_answer=cot_answer, constrain=constrain)
+    tokens = meter.tokens + judges.tokens + answers.tokens
+    return RwRResult(question, tuple(steps), cot_answer, answer, tokens, time.perf_counter() - started,
+                     models_used(meter, judge=judges, answerer=answers), tuple(warnings + notes), reply.text)
 
 
-def _check_options(*, k: int, query: str) -> None:
+def models_used(meter: Meter, **roles: Meter) -> str:
+    """The chat model's name, then each role's model where it differs ('m (judge: j, answer: a)')."""
+    others = [f"{role}: {m.model}" for role, m in roles.items() if m.model != meter.model]
+    return f"{meter.model} ({', '.join(others)})" if others else meter.model
+
+
+def check_options(*, k: int, query: str) -> None:
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if query not in QUERY_MODES:
@@ -361,15 +292,17 @@ def step_query(text: str, mode: str, meter: Meter) -> tuple[str, list[str]]:
 
 
 def check_step(number: int, text: str, so_far: Sequence[str], search: Search, meter: Meter, *, k: int = 3,
-               query: str = "keywords", max_chars: int = 400) -> tuple[RwRStep, list[str]]:
-    """Query, evidence and verdict for one step; without evidence it stays unverified (no model call)."""
+               query: str = "keywords", max_chars: int = 400,
+               judges: Meter | None = None) -> tuple[RwRStep, list[str]]:
+    """Query, evidence and verdict (from judges, else meter) for one step; without evidence it stays unverified
+    (no model call)."""
     started = time.perf_counter()
     search_query, notes = step_query(text, query, meter)
     hits, note = safe_search(search, search_query, k=k)
     if not hits:
         step = RwRStep(number, text, search_query, (), "unverified", "", time.perf_counter() - started)
         return step, notes + [f"{note}; left unverified"]
-    verdict, correction, more = judge(text, so_far, hits, meter, max_chars=max_chars)
+    verdict, correction, more = judge(text, so_far, hits, judges or meter, max_chars=max_chars)
     step = RwRStep(number, text, search_query, tuple(hits), verdict, correction, time.perf_counter() - started)
     return step, notes + more
 
@@ -400,6 +333,8 @@ def verdict_schema() -> dict:
 def judge(text: str, so_far: Sequence[str], hits: Sequence[Hit], meter: Meter, *,
           max_chars: int = 400) -> tuple[str, str, list[str]]:
     """The model's verdict on one step and its correction, with the rules for bad replies applied."""
+    if job_of(meter) == "judge":
+        return specialist_verdict(text, hits, meter, max_chars=max_chars)
     reply = meter.chat(verify_prompt(text, so_far, hits, max_chars=max_chars), max_tokens=80,
                        json_schema=verdict_schema())
     verdict, correction, warnings = parse_verdict(reply.text)
@@ -410,6 +345,33 @@ def judge(text: str, so_far: Sequence[str], hits: Sequence[Hit], meter: Meter, *
     if verdict == "corrected" and step_key(correction) == step_key(text):
         return "unverified", "", warnings + ["the model's correction repeats the step; kept it, marked unverified"]
     return verdict, correction if verdict == "corrected" else "", warnings
+
+
+def job_of(meter: Meter) -> str:
+    """The job of the specialist behind a meter ('judge', 'answerer', …), '' for a general chat model."""
+    return getattr(meter.inner, "job", "") or ""
+
+
+def specialist_verdict(text: str, hits: Sequence[Hit], meter: Meter, *,
+                       max_chars: int = 400) -> tuple[str, str, list[str]]:
+    """A judge specialist's label as a verdict: supports confirms, unrelated leaves unverified, contradicts
+    corrects the step to the evidence sentence sharing most words with it."""
+    evidence = [shorten(passage_text(hit.doc).replace("\n", ": ", 1), max_chars) for hit in hits]
+    reply = meter.chat(judge_messages(text, evidence), max_tokens=4)
+    label = parse_label(reply.text)
+    warnings = length_warning(reply, "judging the step")
+    if not label:
+        return "unverified", "", warnings + [f"unknown verdict {shorten(reply.text or '', 60)!r}; marked unverified"]
+    if label == "contradicts":
+        return "corrected", closest_sentence(text, [hit.doc.text for hit in hits]), warnings
+    return JUDGE_VERDICTS[label], "", warnings
+
+
+def closest_sentence(text: str, passages: Sequence[str]) -> str:
+    """The sentence of the passages that shares most keywords with the text (the first on a tie)."""
+    wanted = set(keyword_query(text).lower().split())
+    sentences = [sentence for passage in passages for sentence in split_sentences(passage)]
+    return max(sentences, key=lambda s: len(wanted & set(keyword_query(s).lower().split())), default="")
 
 
 def parse_verdict(text: str) -> tuple[str, str, list[str]]:
@@ -440,8 +402,10 @@ def _json_object(text: str) -> dict | None:
 
 def final_answer(question: str, steps: Sequence[RwRStep], meter: Meter, *, cot_answer: str = "",
                  constrain: str = "auto") -> tuple[str, list[str]]:
-    """The answer re-derived from the steps as revised (corrections applied, unverified ones kept)."""
-    facts = "\n".join(f"{s.number}. {s.text}" for s in steps)
+    """The answer re-derived from the facts: the steps as revised (corrections applied, unverified ones kept),
+    or for an answerer specialist the confirmed and corrected steps, then each step's best evidence."""
+    texts = evidence_facts(steps) if job_of(meter) == "answerer" else [s.text for s in steps]
+    facts = "\n".join(f"{n}. {text}" for n, text in enumerate(texts, start=1))
     mode = pick_constraint(meter.inner, constrain, otherwise="none")
     options = {"grammar": f'root ::= "{ANSWER_LEAD} " [^\\n]{{1,80}}\n'} if mode == "grammar" else {}
     reply = meter.chat(ANSWER_PROMPT + [{"role": "user", "content": f"Question: {question}\nFacts:\n{facts}"}],
@@ -455,189 +419,15 @@ def final_answer(question: str, steps: Sequence[RwRStep], meter: Meter, *, cot_a
     return answer, warnings
 
 
+def evidence_facts(steps: Sequence[RwRStep], *, limit: int = 6) -> list[str]:
+    """The steps that evidence confirmed or corrected, then each step's top evidence passage, each once."""
+    checked = [s.text for s in steps if s.verdict in ("confirmed", "corrected")]
+    passages = [passage_text(s.evidence[0].doc).replace("\n", ": ", 1) for s in steps if s.evidence]
+    return list(dict.fromkeys(checked + passages))[:limit]
+
+
 def parse_answer(text: str) -> str:
     """The answer in a final-answer reply: what follows 'the answer is' (else the whole reply), cleaned."""
     text = text or ""
     match = _ANSWER.search(text)
     return clean_answer(text[match.end():] if match else text)
-
-
-# --- evidence scorers (no LLM needed) --------------------------------------------------------------
-
-class EvidenceScorer(Protocol):
-    """Scores how well each doc supports a statement; higher is better, read on a 0-1 scale.
-
-    Any Reranker fits (CrossEncoderReranker scores are already in (0, 1)).
-    """
-
-    name: str
-
-    def score(self, text: str, docs: Sequence[Doc]) -> np.ndarray: ...
-
-
-class LLMScorer:
-    """A chat model's 0-10 relevance score (ragkit.rerank.LLMReranker), divided by 10."""
-
-    def __init__(self, chat: ChatModel):
-        self.reranker = LLMReranker(chat)
-        self.name = f"LLM 0-10 score ({chat.name})"
-
-    def score(self, text: str, docs: Sequence[Doc]) -> np.ndarray:
-        """The model's score of each doc for the statement, on 0-1."""
-        return self.reranker.score(text, docs) / 10.0
-
-
-def evidence_scorer(scorer: str | EvidenceScorer = "embedding", *, chat: ChatModel | None = None,
-                    embedder=None, reranker=None) -> EvidenceScorer:
-    """'embedding', 'cross-encoder' or 'llm' as a scorer (the configured model unless given); objects pass."""
-    if not isinstance(scorer, str):
-        if not callable(getattr(scorer, "score", None)):
-            raise TypeError(f"a scorer needs a .score(text, docs) method; got {type(scorer).__name__}")
-        return scorer
-    if scorer == "embedding":
-        return EmbeddingScorer(embedder or models.embedder())
-    if scorer == "cross-encoder":
-        return reranker or models.reranker()
-    if scorer == "llm":
-        return LLMScorer(chat or models.chat_model())
-    raise ValueError(f"scorer must be one of {', '.join(SCORERS)} or an object with .score(); got {scorer!r}")
-
-
-# --- sampled paths, weighted vote, majority vote ---------------------------------------------------
-
-def sample_paths(question: str, meter: Meter, *, paths: int = 5, temperature: float = 0.7, max_steps: int = 4,
-                 constrain: str = "auto", max_tokens: int = 160,
-                 seed: int = 0) -> tuple[list[ReasoningPath], list[str]]:
-    """N chains of thought, path i sampled with seed + i where the backend takes a seed."""
-    if paths < 1:
-        raise ValueError(f"paths must be at least 1, got {paths}")
-    options = cot_options(meter.inner, max_steps, constrain, max_tokens)
-    sampled, warnings = [], []
-    for number in range(1, paths + 1):
-        with _seed(meter.inner, seed + number - 1):
-            reply = meter.chat(cot_prompt(question, max_steps=max_steps), temperature=temperature, **options)
-        steps, answer, notes = parse_cot(reply.text, max_steps=max_steps)
-        notes = length_warning(reply, "writing the chain of thought") + notes
-        warnings += [f"path {number}: {note}" for note in notes]
-        sampled.append(ReasoningPath(number, reply.text, tuple(steps), answer))
-    if paths > 1 and temperature > 0 and len({p.text for p in sampled}) == 1:
-        warnings.append(f"all {paths} sampled paths are identical: the backend may reuse one seed, "
-                        "so the vote is over one path")
-    return sampled, warnings
-
-
-@contextmanager
-def _seed(chat, seed: int):
-    """Give a backend with a `seed` attribute (LlamaCppChat) a different seed per path, then restore it."""
-    old = getattr(chat, "seed", None)
-    if not isinstance(old, int):
-        yield
-        return
-    chat.seed = seed
-    try:
-        yield
-    finally:
-        chat.seed = old
-
-
-def support_of(path: ReasoningPath, search: Search, scorer: EvidenceScorer, meter: Meter, *, k: int = 3,
-               query: str = "keywords", cache: dict | None = None) -> tuple[ReasoningPath, list[str]]:
-    """The path with its evidence and support: mean over steps of the best evidence score, clipped to [0, 1]."""
-    cache = {} if cache is None else cache
-    evidence, scores, warnings = [], [], []
-    for number, step in enumerate(path.steps, start=1):
-        search_query, notes = step_query(step, query, meter)
-        if search_query not in cache:
-            cache[search_query] = safe_search(search, search_query, k=k)
-        hits, note = cache[search_query]
-        best = float(np.max(scorer.score(step, [h.doc for h in hits]))) if hits else 0.0
-        evidence.append(tuple(hits))
-        scores.append(min(max(best, 0.0), 1.0))
-        warnings += [f"path {path.number} step {number}: {n}" for n in notes + ([note] if note else [])]
-    support = float(np.mean(scores)) if scores else 0.0
-    scored = ReasoningPath(path.number, path.text, path.steps, path.answer, tuple(evidence), tuple(scores),
-                           support)
-    return scored, warnings
-
-
-def answer_key(answer: str) -> str:
-    """What two answers must share to count as the same vote: SQuAD-normalised, 'yes, …' → 'yes'."""
-    key = normalize_answer(answer or "")
-    first = key.split()[0] if key else ""
-    return first if first in ("yes", "no") else key
-
-
-def tally(paths: Sequence[ReasoningPath], weights: Sequence[float]) -> list[tuple[str, float, int]]:
-    """(answer, total weight, paths) per distinct answer, best first; ties: more paths, then first seen."""
-    totals: dict[str, list] = {}
-    for order, (path, weight) in enumerate(zip(paths, weights)):
-        key = answer_key(path.answer)
-        if key:
-            entry = totals.setdefault(key, [path.answer, 0.0, 0, order])
-            entry[1] += weight
-            entry[2] += 1
-    ranked = sorted(totals.values(), key=lambda e: (-e[1], -e[2], e[3]))
-    return [(answer, round(total, 6), count) for answer, total, count, _ in ranked]
-
-
-def weighted_vote(paths: Sequence[ReasoningPath]) -> tuple[str, str, list[tuple[str, float, int]], list[str]]:
-    """(weighted winner, majority winner, tallies, warnings): argmax_a Σ_i [a_i = a] · support_i."""
-    warnings = [f"path {p.number} gave no answer; left out of the vote" for p in paths if not answer_key(p.answer)]
-    majority = tally(paths, [1.0] * len(paths))
-    votes = tally(paths, [p.support for p in paths])
-    if not votes:
-        return "", "", [], warnings + ["no path gave an answer: there is nothing to vote on"]
-    if votes[0][1] <= 0:
-        warnings.append("no path had any supporting evidence: the weighted vote fell back to the majority answer")
-        return majority[0][0], majority[0][0], votes, warnings
-    return votes[0][0], majority[0][0], votes, warnings
-
-
-def rwr_vote(question: str, search: Search, *, chat: ChatModel | None = None, paths: int = 5,
-             temperature: float = 0.7, scorer: str | EvidenceScorer = "embedding", k: int = 3,
-             max_steps: int = 4, query: str = "keywords", constrain: str = "auto", max_tokens: int = 160,
-             seed: int = 0, embedder=None, reranker=None) -> VoteResult:
-    """Sample paths, score each by its evidence, vote weighted by support.
-
-    Taught in lessons/07_rethinking_with_retrieval.ipynb.
-    """
-    check_query(question)
-    check_max_steps(max_steps)
-    _check_options(k=k, query=query)
-    started, meter = time.perf_counter(), Meter(chat or models.chat_model())
-    judge_model = evidence_scorer(scorer, chat=meter, embedder=embedder, reranker=reranker)
-    sampled, warnings = sample_paths(question, meter, paths=paths, temperature=temperature, max_steps=max_steps,
-                                     constrain=constrain, max_tokens=max_tokens, seed=seed)
-    scored, cache = [], {}
-    for path in sampled:
-        path, notes = support_of(path, search, judge_model, meter, k=k, query=query, cache=cache)
-        scored.append(path)
-        warnings += notes
-    if not any(p.steps for p in scored):
-        warnings.append("no path had readable steps: nothing could be checked against evidence")
-    answer, majority, votes, notes = weighted_vote(scored)
-    return VoteResult(question, answer, majority, tuple(scored), tuple(votes), judge_model.name, meter.tokens,
-                      time.perf_counter() - started, meter.model, tuple(warnings + notes))
-
-
-def self_consistency(question: str, *, chat: ChatModel | None = None, paths: int = 5, temperature: float = 0.7,
-                     max_steps: int = 4, constrain: str = "auto", max_tokens: int = 160,
-                     seed: int = 0) -> VoteResult:
-    """Sample paths and take the majority answer, no evidence: the baseline.
-
-    Taught in lessons/07_rethinking_with_retrieval.ipynb.
-    """
-    check_query(question)
-    check_max_steps(max_steps)
-    started, meter = time.perf_counter(), Meter(chat or models.chat_model())
-    sampled, warnings = sample_paths(question, meter, paths=paths, temperature=temperature, max_steps=max_steps,
-                                     constrain=constrain, max_tokens=max_tokens, seed=seed)
-    sampled = [ReasoningPath(p.number, p.text, p.steps, p.answer, support=1.0) for p in sampled]
-    votes = tally(sampled, [1.0] * len(sampled))
-    warnings += [f"path {p.number} gave no answer; left out of the vote"
-                 for p in sampled if not answer_key(p.answer)]
-    if not votes:
-        warnings.append("no path gave an answer: there is nothing to vote on")
-    answer = votes[0][0] if votes else ""
-    return VoteResult(question, answer, answer, tuple(sampled), tuple(votes), "majority (no evidence)",
-                      meter.tokens, time.perf_counter() - started, meter.model, tuple(warnings))

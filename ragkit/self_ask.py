@@ -25,6 +25,7 @@ from ragkit.fusion import interleave
 from ragkit.llm import ChatModel
 from ragkit.reasoning import Meter, Search, check_max_steps, safe_search, shorten
 from ragkit.text import split_sentences
+from ragkit.trace import warning_lines
 
 Reader = Callable[[str, Sequence[Hit]], str]  # (step query, its hits) -> a short answer, '' if none
 _REFERENCE = re.compile(r"#\s*(\d+)")
@@ -68,9 +69,7 @@ class SelfAskResult:
                       f"- #{step.number} = {shorten(step.bridge, 160) or '(nothing)'}"
                       + (f" ({step.bridge_from})" if step.bridge_from else ""), ""]
         lines.append(f"{len(self.steps)} steps · {self.tokens} tokens · {self.latency:.2f} s · model {self.model}")
-        if self.warnings:
-            lines += ["", "**Warnings:**", *[f"- {w}" for w in self.warnings]]
-        return "\n".join(lines)
+        return "\n".join(lines + warning_lines(self.warnings))
 
 
 def self_ask(question: str, search: Search, *, decomposer: ChatModel | None = None, embedder=None,

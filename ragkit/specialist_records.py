@@ -24,6 +24,7 @@ from typing import Sequence
 from ragkit.config import evaldata_dir
 from ragkit.corpus import Doc, read_jsonl
 from ragkit.errors import CorpusError
+from ragkit.evaluate import normalize_answer
 from ragkit.lexical import BM25Index
 from ragkit.reasoning import shorten
 from ragkit.text import search_tokenize
@@ -86,6 +87,12 @@ def judge_messages(statement: str, evidence: Sequence[str]) -> list[dict]:
     """The judge's prompt, in ragkit.rwr's layout: 'Evidence:\\n[1] …\\nStep: …'."""
     lines = "\n".join(f"[{i}] {shorten(text, EVIDENCE_CHARS)}" for i, text in enumerate(evidence, start=1))
     return job_messages("judge", f"Evidence:\n{lines}\nStep: {statement}")
+
+
+def parse_label(text: str) -> str:
+    """'supports', 'contradicts' or 'unrelated' from a judge reply: its first label word; '' if none."""
+    words = normalize_answer(text or "").split()
+    return next((word for word in words if word in LABELS), "")
 
 
 def steps_text(steps: Sequence[str]) -> str:

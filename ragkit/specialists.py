@@ -33,12 +33,13 @@ from ragkit import finetune, models
 from ragkit.config import PROJECT_DIR, cache_dir, load_settings, package_version
 from ragkit.cot_rag import parse_steps
 from ragkit.errors import ConfigError, ModelNotFound
-from ragkit.evaluate import normalize_answer, token_f1
+from ragkit.evaluate import token_f1
 from ragkit.finetune import FineTuneConfig, TransformersChat
 from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, as_messages, smollm2_path
 from ragkit.reasoning import marked_lines
-from ragkit.rwr import answer_key
-from ragkit.specialist_records import LABELS, MAX_STEPS, SYSTEMS, build_records, job_messages, source_files
+from ragkit.voting import answer_key
+from ragkit.specialist_records import (LABELS, MAX_STEPS, SYSTEMS, build_records, job_messages, parse_label,
+                                      source_files)
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,9 @@ class Job:
 JOBS = {
     "decomposer": Job("decomposer", "question decomposer", 96,
                       FineTuneConfig(max_length=192, lora_rank=8, lora_alpha=16.0), 45),
-    "answerer": Job("answerer", "yes/no answerer", 3, FineTuneConfig(max_length=256), 45),
-    "judge": Job("judge", "step judge", 4, FineTuneConfig(max_length=320), 55),
+    "answerer": Job("answerer", "yes/no answerer", 3,
+                    FineTuneConfig(max_length=256, lora_rank=8, lora_alpha=16.0), 40),
+    "judge": Job("judge", "step judge", 4, FineTuneConfig(max_length=320, lora_rank=8, lora_alpha=16.0), 50),
 }
 
 
@@ -89,12 +91,6 @@ def parse_yes_no(text: str) -> str:
     """'yes' or 'no' from an answerer reply ('Yes.', 'no, because …'); '' if it says neither first."""
     key = answer_key(text)
     return key if key in ("yes", "no") else ""
-
-
-def parse_label(text: str) -> str:
-    """'supports', 'contradicts' or 'unrelated' from a judge reply: its first label word; '' if none."""
-    words = normalize_answer(text or "").split()
-    return next((word for word in words if word in LABELS), "")
 
 
 PARSERS = {"decomposer": parse_decomposition, "answerer": parse_yes_no, "judge": parse_label}
@@ -190,7 +186,7 @@ class Specialist:
 
     @property
     def seed(self) -> int:
-        """The backend's sampling seed (ragkit.rwr changes it per sampled path)."""
+        """The backend's sampling seed (ragkit.voting changes it per sampled path)."""
         return self.backend.seed
 
     @seed.setter

@@ -201,8 +201,8 @@ def test_describe_reports_a_missing_key_and_the_settings(fresh_models, monkeypat
     assert described["openai_api_key"] == "not set"
     assert described["llm"] == "ollama:llama3.2:1b"
     assert set(described) == {"llm", "embedder", "reranker", "store", "threads", "ollama_host", "openai_base_url",
-                              "openai_api_key", "decomposer"}
-    assert described["decomposer"] == "(the chat model)"
+                              "openai_api_key", "decomposer", "judge", "answerer"}
+    assert described["decomposer"] == described["judge"] == described["answerer"] == "(the chat model)"
 
 
 @pytest.mark.parametrize("line", ["threads = [1]", "llm = 3", "store = true"])
@@ -224,5 +224,8 @@ def test_a_role_uses_the_chat_model_its_own_setting_or_a_specialist(fresh_models
 
     monkeypatch.setattr(ragkit.specialists, "specialist", lambda job: f"{job} specialist")
     assert fresh_models.role_model("decomposer") == "decomposer specialist"
+    monkeypatch.setenv("RAGKIT_JUDGE", "specialist")
+    assert fresh_models.role_model("judge") == "judge specialist"
+    assert fresh_models.role_model("answerer") == "chat None"
     with pytest.raises(ConfigError, match="unknown role"):
         fresh_models.role_model("rewriter")

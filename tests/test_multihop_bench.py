@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # they import `harness` as scripts do
 
+import harness  # noqa: E402
 import hotpotqa  # noqa: E402
 import strategyqa  # noqa: E402
 from ragkit import models  # noqa: E402
@@ -79,7 +80,7 @@ def quiet_env(monkeypatch, tmp_path):
     """Threads and caches as main() sets them, restored after the test; no real model can load."""
     monkeypatch.setenv("RAGKIT_THREADS", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.setattr(hotpotqa, "CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setattr(harness, "CACHE_ROOT", tmp_path / "cache")
     monkeypatch.setattr(models, "embedder", lambda *a, **k: HashingEmbedder())
 
     def no_model(*args, **kwargs):
@@ -102,26 +103,26 @@ def hits(*numbers):
 
 def test_balanced_sample_takes_both_groups_in_turn_and_keeps_input_order():
     items = [("bridge", i) for i in range(250)] + [("comparison", i) for i in range(250)]
-    sample = hotpotqa.balanced_sample(items, 100, key=lambda item: item[0], seed=3)
+    sample = harness.balanced_sample(items, 100, key=lambda item: item[0], seed=3)
     assert sum(kind == "bridge" for kind, _ in sample) == 50 and len(sample) == 100
     assert sample == sorted(sample, key=items.index)
-    assert sample == hotpotqa.balanced_sample(items, 100, key=lambda item: item[0], seed=3)
-    assert sample != hotpotqa.balanced_sample(items, 100, key=lambda item: item[0], seed=4)
+    assert sample == harness.balanced_sample(items, 100, key=lambda item: item[0], seed=3)
+    assert sample != harness.balanced_sample(items, 100, key=lambda item: item[0], seed=4)
 
 
 def test_balanced_sample_is_nested_and_odd_sizes_differ_by_one():
     items = [("a", i) for i in range(30)] + [("b", i) for i in range(20)]
-    small, large = (hotpotqa.balanced_sample(items, n, key=lambda item: item[0], seed=1) for n in (7, 19))
+    small, large = (harness.balanced_sample(items, n, key=lambda item: item[0], seed=1) for n in (7, 19))
     assert set(small) <= set(large)
     assert sorted(sum(kind == k for kind, _ in small) for k in "ab") == [3, 4]
 
 
 def test_balanced_sample_fills_from_the_larger_group_and_returns_all_when_asked_for_more():
     items = [("yes", i) for i in range(3)] + [("no", i) for i in range(10)]
-    sample = hotpotqa.balanced_sample(items, 9, key=lambda item: item[0])
+    sample = harness.balanced_sample(items, 9, key=lambda item: item[0])
     assert sum(kind == "yes" for kind, _ in sample) == 3 and len(sample) == 9
-    assert hotpotqa.balanced_sample(items, None, key=lambda item: item[0]) == items
-    assert hotpotqa.balanced_sample(items, 50, key=lambda item: item[0]) == items
+    assert harness.balanced_sample(items, None, key=lambda item: item[0]) == items
+    assert harness.balanced_sample(items, 50, key=lambda item: item[0]) == items
 
 
 # --- data ----------------------------------------------------------------------------------------
@@ -156,9 +157,9 @@ def test_load_hotpotqa_names_a_row_without_its_fields(hotpot_dir):
 def test_missing_data_names_the_option_and_the_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path / "nowhere"))
     with pytest.raises(SystemExit, match="--data.*RAGKIT_EVALDATA"):
-        hotpotqa.data_folder(None, "hotpotqa", (hotpotqa.QUESTIONS_FILE,))
+        harness.data_folder(None, "hotpotqa", (hotpotqa.QUESTIONS_FILE,))
     with pytest.raises(SystemExit, match=r"missing dev200_qids.json.*--data .*RAGKIT_EVALDATA"):
-        hotpotqa.data_folder(str(tmp_path), "strategyqa", (strategyqa.DEV_FILE,))
+        harness.data_folder(str(tmp_path), "strategyqa", (strategyqa.DEV_FILE,))
     with pytest.raises(SystemExit, match="--data"):
         strategyqa.main(["--data", str(tmp_path), "--skip-llm"])
 
@@ -278,8 +279,8 @@ def test_answer_scores_use_the_aliases_and_squad_normalisation():
 
 
 def test_result_names_keep_partial_runs_apart():
-    assert hotpotqa.result_name("hotpotqa", subset=False, skip_llm=False) == "hotpotqa"
-    assert hotpotqa.result_name("hotpotqa", subset=True, skip_llm=True) == "hotpotqa-retrieval-subset"
+    assert harness.result_name("hotpotqa", subset=False, skip_llm=False) == "hotpotqa"
+    assert harness.result_name("hotpotqa", subset=True, skip_llm=True) == "hotpotqa-retrieval-subset"
 
 
 # --- StrategyQA answers ----------------------------------------------------------------------------

@@ -8,9 +8,10 @@ from ragkit.errors import EmptyQueryError
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatReply
 from ragkit.reasoning import keyword_query, safe_search, step_key
-from ragkit.rwr import (EmbeddingScorer, LLMScorer, ReasoningPath, RwRResult, answer_key, cot_grammar, cot_prompt,
-                        evidence_scorer, parse_answer, parse_cot, parse_verdict, rwr, rwr_vote, self_consistency,
-                        tally, verdict_schema, weighted_vote)
+from ragkit.rerank import LLMScorer
+from ragkit.rwr import RwRResult, cot_grammar, cot_prompt, parse_answer, parse_cot, parse_verdict, rwr, verdict_schema
+from ragkit.voting import (EmbeddingScorer, ReasoningPath, answer_key, evidence_scorer, rwr_vote, self_consistency,
+                           tally, weighted_vote)
 from ragkit.text import search_tokenize
 from tests.fakes import HashingEmbedder, ScriptedChat
 
@@ -498,3 +499,52 @@ def test_rwr_and_the_vote_with_the_real_model_follow_the_replies_it_gave(local_c
     vote = rwr_vote(question, search, chat=local_chat, paths=2, max_steps=2, k=1, max_tokens=48,
                     scorer="embedding", embedder=HashingEmbedder())
     check_vote_follows_its_paths(vote, calls, search, EmbeddingScorer(HashingEmbedder()))
+
+
+# --- with specialists: a judge that says supports / contradicts / unrelated, a yes/no answerer ---------------
+
+class JobChat(ScriptedChat):
+    """A scripted specialist: a chat model with a job, as ragkit.specialists.Specialist has."""
+
+    def __init__(self, job, *replies):
+        self.job, self.name = job, f"{job} specialist"
+        super().__init__(*replies)
+
+
+def test_a_judge_specialist_labels_map_to_verdicts_and_contradicts_takes_the_evidence_sentence():
+    judge = JobChat("judge", "supports", "contradicts")
+    cot = "Step 1: The fortress was founded in 1703.\nStep 2: The fortress was founded in 1900.\nSo the answer is 1703."
+    result, chat = run(cot, "So the answer is 1703.", judge=judge)
+    assert [s.verdict for s in result.steps] == ["confirmed", "corrected"]
+    assert result.steps[1].text == "The fortress was founded in 1703 on a small island."
+    prompt = judge.calls[0][0]
+    assert prompt[-1]["content"].startswith("Evidence:\n[1] Fortress: The") and prompt[-1]["content"].endswith(
+        "Step: The fortress was founded in 1703.")
+    assert len(chat.calls) == 2  # the chain and the answer: no verdict was asked of the chat model
+    assert result.model == "scripted (judge: judge specialist)"
+
+
+def test_a_judge_specialist_reply_that_is_no_label_leaves_the_step_unverified_with_a_warning():
+    result, _ = run(COT, "So the answer is 1703.", judge=JobChat("judge", "maybe"))
+    assert [s.verdict for s in result.steps] == ["unverified", "unverified"]
+    assert any("unknown verdict 'maybe'" in w for w in result.warnings)
+
+
+def test_an_answerer_specialist_reads_the_checked_steps_and_the_evidence():
+    answerer = JobChat("answerer", "yes")
+    result, _ = run(COT, judge=JobChat("judge", "supports", "unrelated"), answerer=answerer)
+    facts = answerer.calls[0][0][-1]["content"]
+    assert facts == ("Question: When was the fortress founded?\nFacts:\n1. The fortress was founded in 1703.\n"
+                     "2. Fortress: The fortress was founded in 1703 on a small island.")
+    assert result.answer == "yes" and result.tokens > 0
+    assert "answerer: answerer specialist" in result.model
+
+
+def test_the_roles_default_to_their_settings(monkeypatch):
+    import ragkit.models
+
+    roles = {"judge": JobChat("judge", "supports"), "answerer": JobChat("answerer", "no")}
+    monkeypatch.setattr(ragkit.models, "chat_model", lambda spec=None: ScriptedChat(COT))
+    monkeypatch.setattr(ragkit.models, "role_model", lambda role: roles[role])
+    result = rwr("When was the fortress founded?", fixed_search("fort"))
+    assert [s.verdict for s in result.steps] == ["confirmed", "confirmed"] and result.answer == "no"

@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # it imports `harness` as a script does
 
 import scifact  # noqa: E402
-from harness import BeirData  # noqa: E402  (the module scifact itself imports)
+from harness import BeirData, rank_by_scores  # noqa: E402  (the module scifact itself imports)
 from ragkit.corpus import Doc, Hit, Question  # noqa: E402
 
 
@@ -84,7 +84,7 @@ def test_rerank_head_deeper_than_the_ranking_and_on_nothing():
 
 def test_rank_by_scores_breaks_ties_by_corpus_order_and_cuts_at_depth():
     docs = [Doc(f"d{i}", "x") for i in range(5)]
-    hits = scifact.rank_by_scores(docs, np.array([0.1, 0.9, 0.9, 0.5, 0.0]), depth=3)
+    hits = rank_by_scores(docs, np.array([0.1, 0.9, 0.9, 0.5, 0.0]), depth=3)
     assert [h.id for h in hits] == ["d1", "d2", "d3"]
 
 
