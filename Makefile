@@ -16,7 +16,7 @@ TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_ST
 	-u RAGKIT_DECOMPOSER -u RAGKIT_JUDGE -u RAGKIT_ANSWERER \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install reranker specialists bench-multihop lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: install reranker specialists bench-multihop bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 install: $(STAMP)
 
@@ -65,7 +65,8 @@ notebooks: $(STAMP) reranker
 # is reused: a chat reply depends only on its request, and perturbed vectors and scores are stored apart.
 PORTABLE := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_THREADS=1 RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
 PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb solutions/$(n).ipynb)
-RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb
+RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb \
+	lessons/09_specialists.ipynb
 PORTABLE_STORE := .cache/portable-qdrant
 test-portable: $(STAMP) reranker
 	rm -rf $(PORTABLE_STORE)
@@ -115,6 +116,11 @@ bench-strategyqa: $(STAMP)
 # iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~6 min).
 bench-multihop: $(STAMP)
 	$(BIN)/python benchmarks/course_multihop.py
+
+# LoRA against full fine-tuning (60 steps each, held-out step F1, tokens/s, memory) and the committed decomposer
+# through llama.cpp against transformers (tokens/s, step F1); ~25 min.
+bench-specialists: $(STAMP)
+	$(BIN)/python benchmarks/specialist_training.py
 
 # Every benchmark in turn, one at a time (on 2 cores, parallel runs spoil each other's timings), stopping
 # at the first that fails; not part of the tests. Evaluation data comes from RAGKIT_EVALDATA (default

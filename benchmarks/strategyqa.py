@@ -3,6 +3,7 @@
 Run:  make bench-strategyqa          (or .venv/bin/python benchmarks/strategyqa.py [options])
       .venv/bin/python benchmarks/strategyqa.py --skip-llm --retriever bm25     retrieval check + baseline (~30 s)
       .venv/bin/python benchmarks/strategyqa.py --questions 20 --paths 3        a quick subset (~10 min)
+      .venv/bin/python benchmarks/strategyqa.py --questions 100 --no-votes --specialists   specialists vs few-shot
 
 Questions: the 200 qids of dev200_qids.json (96 yes / 104 no), from strategyqa_train.json (dev/test labels
 are not public: RwR and most papers evaluate on a split of train). Evidence: the 6,120 annotator-written
@@ -24,6 +25,12 @@ only one of them in the answer; anything else is "unknown", counted wrong and co
   (d) RwR vote     ragkit.voting.rwr_vote: the same --paths chains as (b) (same seeds), each scored by how
                    well its steps' facts support it (--scorer embedding | cross-encoder | llm), a
                    support-weighted vote. The paper: +4.4 points over self-consistency with GPT-3.
+  With --specialists (lesson 09; the committed answerer and judge, or `make specialists`):
+  (a+) plain CoT, read by the answerer   the steps of (a)'s chain given to the yes/no answerer specialist.
+  (c+) RwR with judge + answerer         rwr() on the same chain, the judge specialist's labels as verdicts
+                   and the answerer reading the confirmed or corrected steps and each step's best fact.
+  (e) retrieve then read                 the question's own top 5 facts read by the answerer, no chain.
+  --no-votes skips (b) and (d), the slow rows.
 The default 135M model confirms almost nothing (72 of 73 steps "unverified" on 40 questions), so (c) is no
 better than (a) here; the non-LLM scorers of (d) are the variant that can work with it. Rerun on a
 stronger backend with RAGKIT_LLM=... to see the method rather than the model.
@@ -63,6 +70,8 @@ from ragkit.dense import HybridIndex  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
 from ragkit.evaluate import all_gold_at_k, normalize_answer, recall_at_k  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
+from ragkit.specialist_records import answerer_messages  # noqa: E402
+from ragkit.specialists import specialist  # noqa: E402
 from ragkit.rwr import cot_options, cot_prompt, parse_cot, rwr  # noqa: E402
 from ragkit.voting import SCORERS, evidence_scorer, rwr_vote, self_consistency  # noqa: E402
 from ragkit.text import search_tokenize  # noqa: E402
@@ -78,7 +87,8 @@ REFERENCES = {
     "README retrieval check, BM25 question -> facts, dev200": "recall@5 0.677 (all facts 0.40), recall@10 0.782",
     "majority class on the fixed 200": "always no: 104/200 = 0.52",
 }
-COLUMNS = ("questions", "accuracy", "unknown", "facts R@5", "all facts@5", "steps corrected", "ms/question")
+COLUMNS = ("questions", "accuracy", "unknown", "facts R@5", "all facts@5", "steps corrected", "steps confirmed",
+           "ms/question")
 
 
 # --- data ----------------------------------------------------------------------------------------
@@ -228,41 +238,99 @@ def llm_rows(questions: Sequence[Question], search: Search, chat, scorer, args,
     """Rows (a)-(d) and what the result file should add (per question, verdict counts, agreement)."""
     common = {"max_steps": args.max_steps}
     cot, cot_s = timed(lambda q: plain_cot(q.query, chat, **common), questions, rec, "(a) plain CoT")
-    sc, sc_s = timed(lambda q: self_consistency(q.query, chat=chat, paths=args.paths, seed=args.seed, **common),
-                     questions, rec, f"(b) self-consistency, {args.paths} paths")
     rw, rw_s = timed(lambda q: rwr(q.query, search, chat=chat, k=args.k, **common), questions, rec,
                      f"(c) RwR, top {args.k} facts per step")
-    vote, vote_s = timed(lambda q: rwr_vote(q.query, search, chat=chat, paths=args.paths, scorer=scorer, k=args.k,
-                                            seed=args.seed, **common),
-                         questions, rec, f"(d) RwR vote, {args.paths} paths, {args.scorer} scorer")
-    steps = [s for result in rw.values() for s in result.steps]
     rows = {
         "(a) plain CoT (greedy)": {**accuracy({i: a for i, (a, _) in cot.items()}, questions),
                                    "ms/question": ms(cot_s, questions)},
+        f"(c) RwR (verify each step, top {args.k} facts)": rwr_row(rw, rw_s, questions),
+    }
+    info = {
+        "verdicts": verdict_counts(rw.values()),
+        "rwr_cot_answer_equals_plain_cot": sum(parse_yes_no(rw[q.id].cot_answer) == parse_yes_no(cot[q.id][0])
+                                               for q in questions),
+        "scorer": getattr(scorer, "name", args.scorer),
+        "per_question": [{"id": q.id, "question": q.query, "gold": q.answer, "cot": cot[q.id][0],
+                          "rwr_cot": rw[q.id].cot_answer, "rwr": rw[q.id].answer,
+                          "rwr_verdicts": [s.verdict for s in rw[q.id].steps],
+                          "warnings": len(rw[q.id].warnings)} for q in questions],
+    }
+    if not args.no_votes:
+        more_rows, more_info = vote_rows(questions, search, chat, scorer, args, rec, common)
+        rows.update(more_rows)
+        info.update(more_info)
+    if args.specialists:
+        more_rows, more_info = specialist_rows(questions, search, chat, (cot, cot_s), args, rec)
+        rows.update(more_rows)
+        info.update(more_info)
+    return rows, info
+
+
+def rwr_row(results: Mapping[str, object], seconds: Mapping[str, float], questions: Sequence[Question]) -> dict:
+    """Accuracy of RwR runs, with how many steps the evidence corrected and confirmed."""
+    steps = [s for result in results.values() for s in result.steps]
+    return {**accuracy({i: r.answer for i, r in results.items()}, questions),
+            "steps corrected": f"{sum(s.verdict == 'corrected' for s in steps)}/{len(steps)}",
+            "steps confirmed": f"{sum(s.verdict == 'confirmed' for s in steps)}/{len(steps)}",
+            "ms/question": ms(seconds, questions)}
+
+
+def verdict_counts(results) -> dict[str, int]:
+    """How many steps of the runs got each verdict."""
+    steps = [s for result in results for s in result.steps]
+    return {v: sum(s.verdict == v for s in steps) for v in ("confirmed", "corrected", "unverified")}
+
+
+def vote_rows(questions, search, chat, scorer, args, rec, common) -> tuple[dict[str, dict], dict]:
+    """Rows (b) self-consistency and (d) the RwR vote, on --paths sampled chains each."""
+    sc, sc_s = timed(lambda q: self_consistency(q.query, chat=chat, paths=args.paths, seed=args.seed, **common),
+                     questions, rec, f"(b) self-consistency, {args.paths} paths")
+    vote, vote_s = timed(lambda q: rwr_vote(q.query, search, chat=chat, paths=args.paths, scorer=scorer, k=args.k,
+                                            seed=args.seed, **common),
+                         questions, rec, f"(d) RwR vote, {args.paths} paths, {args.scorer} scorer")
+    rows = {
         f"(b) self-consistency ({args.paths} paths, majority)": {
             **accuracy({i: r.answer for i, r in sc.items()}, questions), "ms/question": ms(sc_s, questions)},
-        f"(c) RwR (verify each step, top {args.k} facts)": {
-            **accuracy({i: r.answer for i, r in rw.items()}, questions),
-            "steps corrected": f"{sum(s.verdict == 'corrected' for s in steps)}/{len(steps)}",
-            "ms/question": ms(rw_s, questions)},
         f"(d) RwR vote ({args.paths} paths, {args.scorer} support)": {
             **accuracy({i: r.answer for i, r in vote.items()}, questions), "ms/question": ms(vote_s, questions)},
     }
     info = {
-        "verdicts": {v: sum(s.verdict == v for s in steps) for v in ("confirmed", "corrected", "unverified")},
-        "rwr_cot_answer_equals_plain_cot": sum(parse_yes_no(rw[q.id].cot_answer) == parse_yes_no(cot[q.id][0])
-                                               for q in questions),
         "vote_majority_equals_self_consistency": sum(parse_yes_no(vote[q.id].majority_answer)
                                                      == parse_yes_no(sc[q.id].answer) for q in questions),
         "vote_changed_the_majority": sum(parse_yes_no(vote[q.id].answer) != parse_yes_no(vote[q.id].majority_answer)
                                          for q in questions),
-        "scorer": getattr(scorer, "name", args.scorer),
-        "per_question": [{"id": q.id, "question": q.query, "gold": q.answer, "cot": cot[q.id][0],
-                          "self_consistency": sc[q.id].answer, "rwr_cot": rw[q.id].cot_answer, "rwr": rw[q.id].answer,
-                          "rwr_verdicts": [s.verdict for s in rw[q.id].steps], "vote": vote[q.id].answer,
-                          "vote_majority": vote[q.id].majority_answer,
-                          "warnings": len(rw[q.id].warnings) + len(vote[q.id].warnings)} for q in questions],
+        "per_question_votes": {q.id: {"self_consistency": sc[q.id].answer, "vote": vote[q.id].answer,
+                                      "vote_majority": vote[q.id].majority_answer} for q in questions},
     }
+    return rows, info
+
+
+def specialist_rows(questions, search, chat, chain, args, rec) -> tuple[dict[str, dict], dict]:
+    """Rows with the answerer and judge specialists: (a+) the same greedy chain read by the answerer, (c+) RwR
+    with the judge and the answerer, (e) the question's own top facts read by the answerer (no chain)."""
+    with rec.stage("specialists: load the answerer and the judge"):
+        answerer, judge = specialist("answerer"), specialist("judge")
+    common, (cot, cot_s) = {"max_steps": args.max_steps}, chain
+    steps_of = {i: parse_cot(reply, max_steps=args.max_steps)[0] for i, (_, reply) in cot.items()}
+    read, read_s = timed(lambda q: answerer.chat(answerer_messages(q.query, steps_of[q.id]), max_tokens=3).text,
+                         questions, rec, "(a+) plain CoT, steps read by the answerer specialist")
+    rw, rw_s = timed(lambda q: rwr(q.query, search, chat=chat, judge=judge, answerer=answerer, k=args.k, **common),
+                     questions, rec, f"(c+) RwR with the judge and answerer specialists, top {args.k} facts")
+    top = {q.id: [h.doc.text for h in search(q.query, k=K_CHECK)] for q in questions}
+    direct, direct_s = timed(lambda q: answerer.chat(answerer_messages(q.query, top[q.id]), max_tokens=3).text,
+                             questions, rec, f"(e) question's top {K_CHECK} facts read by the answerer specialist")
+    rows = {
+        "(a+) plain CoT, its steps read by the answerer specialist": {
+            **accuracy(read, questions), "ms/question": ms({i: read_s[i] + cot_s[i] for i in read_s}, questions)},
+        f"(c+) RwR with judge + answerer specialists (top {args.k} facts)": rwr_row(rw, rw_s, questions),
+        f"(e) retrieve then read: top {K_CHECK} facts, answerer specialist (no chain)": {
+            **accuracy(direct, questions), "ms/question": ms(direct_s, questions)},
+    }
+    info = {"specialists": {"answerer": answerer.name, "judge": judge.name},
+            "specialist_verdicts": verdict_counts(rw.values()),
+            "per_question_specialists": {q.id: {"cot_read": read[q.id], "rwr": rw[q.id].answer,
+                                                "rwr_verdicts": [s.verdict for s in rw[q.id].steps],
+                                                "direct": direct[q.id]} for q in questions}}
     return rows, info
 
 
@@ -281,6 +349,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--max-steps", type=positive_int, default=3, help="reasoning steps per chain at most")
     add("--k", type=positive_int, default=3, help="facts retrieved per step")
     add("--skip-llm", action="store_true", help="retrieval check and majority baseline only: no chat model")
+    add("--no-votes", action="store_true", help="skip (b) self-consistency and (d) the RwR vote (the slow rows)")
+    add("--specialists", action="store_true",
+        help="add the rows with the answerer and judge specialists (lesson 09; committed or built by make specialists)")
     add("--threads", type=positive_int, default=load_settings().threads,
         help="CPU threads for the embedder, the cross-encoder and llama.cpp (1 is faster on a busy CPU)")
     add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")

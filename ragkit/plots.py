@@ -54,3 +54,25 @@ def ladder(rungs: Mapping[str, Evaluation], metrics: Sequence[str], *, title: st
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def loss_curves(runs: Mapping[str, Sequence[float]], *, window: int = 20, title: str = ""):
+    """Each run's training loss per step (a moving mean over `window` steps drawn over it), on shared axes.
+
+    Taught in lessons/09_specialists.ipynb."""
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for name, losses in runs.items():
+        line, = ax.plot(np.arange(1, len(losses) + 1), losses, alpha=0.35, linewidth=0.8)
+        if len(losses) >= 2 * window:
+            smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
+            ax.plot(np.arange(window, len(losses) + 1), smooth, color=line.get_color(), label=f"{name} (mean of {window})")
+        else:
+            line.set_alpha(1.0)
+            line.set_marker("o")
+            line.set_label(name)
+    ax.set_xlabel("training step (8 examples each)")
+    ax.set_ylabel("loss on the answer tokens")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

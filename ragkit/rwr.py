@@ -363,11 +363,11 @@ def specialist_verdict(text: str, hits: Sequence[Hit], meter: Meter, *,
     if not label:
         return "unverified", "", warnings + [f"unknown verdict {shorten(reply.text or '', 60)!r}; marked unverified"]
     if label == "contradicts":
-        return "corrected", closest_sentence(text, [hit.doc.text for hit in hits]), warnings
+        return "corrected", overlapping_sentence(text, [hit.doc.text for hit in hits]), warnings
     return JUDGE_VERDICTS[label], "", warnings
 
 
-def closest_sentence(text: str, passages: Sequence[str]) -> str:
+def overlapping_sentence(text: str, passages: Sequence[str]) -> str:
     """The sentence of the passages that shares most keywords with the text (the first on a tie)."""
     wanted = set(keyword_query(text).lower().split())
     sentences = [sentence for passage in passages for sentence in split_sentences(passage)]

@@ -86,21 +86,32 @@ def self_ask(question: str, search: Search, *, decomposer: ChatModel | None = No
         raise ValueError(f"k and bridge_hits must be at least 1, got {k} and {bridge_hits}")
     started, meter = time.perf_counter(), Meter(decomposer or models.role_model("decomposer"))
     plan_steps, plan, warnings = decompose(question, meter, max_steps=max_steps, constrain=constrain)
-    embedder = embedder or models.embedder()
+    steps, notes = search_in_order(question, plan_steps, search, embedder=embedder or models.embedder(),
+                                   reader=reader, k=k, append_question=append_question, bridge_hits=bridge_hits)
+    return SelfAskResult(question, tuple(steps), plan, meter.tokens, time.perf_counter() - started, meter.model,
+                         tuple(warnings + notes))
+
+
+def search_in_order(question: str, planned: Sequence[str], search: Search, *, embedder, reader: Reader | None = None,
+                    k: int = 5, append_question: bool = True,
+                    bridge_hits: int = 2) -> tuple[list[AskedStep], list[str]]:
+    """The planned steps searched one after another, each #j resolved to step j's bridge; and the warnings.
+
+    Taught in lessons/09_specialists.ipynb.
+    """
     steps: list[AskedStep] = []
-    for number, planned in enumerate(plan_steps, start=1):
+    warnings: list[str] = []
+    for number, step in enumerate(planned, start=1):
         step_started = time.perf_counter()
-        resolved, notes = resolve_references(planned, [s.bridge for s in steps])
+        resolved, notes = resolve_references(step, [s.bridge for s in steps])
         query = f"{resolved} {question}" if append_question else resolved
         hits, note = safe_search(search, query, k=k)
         bridge, source = find_bridge(resolved, hits[:bridge_hits], embedder, reader)
         warnings += [f"step {number}: {n}" for n in [*notes, note] if n]
         if hits and not bridge:
             warnings.append(f"step {number}: found nothing to stand in for #{number}")
-        steps.append(AskedStep(number, planned, query, tuple(hits), bridge, source,
-                               time.perf_counter() - step_started))
-    return SelfAskResult(question, tuple(steps), plan, meter.tokens, time.perf_counter() - started, meter.model,
-                         tuple(warnings))
+        steps.append(AskedStep(number, step, query, tuple(hits), bridge, source, time.perf_counter() - step_started))
+    return steps, warnings
 
 
 def resolve_references(step: str, bridges: Sequence[str]) -> tuple[str, list[str]]:

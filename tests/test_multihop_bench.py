@@ -385,6 +385,33 @@ def test_strategyqa_llm_run_with_a_scripted_model(strategy_dir, tmp_path, quiet_
     assert result["extra"]["answers"] == {"yes": 1, "no": 1}
 
 
+class FakeSpecialist(ScriptedChat):
+    """A scripted specialist: a chat model with a job."""
+
+    def __init__(self, job, *replies):
+        self.job, self.name = job, f"{job} specialist"
+        super().__init__(*replies)
+
+
+def test_strategyqa_specialist_rows_without_the_votes(strategy_dir, tmp_path, quiet_env):
+    chat = ScriptedChat("Step 1: Lake Baikal is 1,642 metres deep.\nSo the answer is yes.")
+    fakes = {"answerer": FakeSpecialist("answerer", "no"), "judge": FakeSpecialist("judge", "supports")}
+    quiet_env.setattr(models, "chat_model", lambda *a, **k: chat)
+    quiet_env.setattr(strategyqa, "specialist", lambda job: fakes[job])
+    out = tmp_path / "results"
+    strategyqa.main(["--data", str(strategy_dir), "--questions", "2", "--retriever", "bm25", "--no-votes",
+                     "--specialists", "--results-dir", str(out)])
+    result = read_result(out, "strategyqa-subset")
+    rows = {row["rung"]: row for row in result["rows"]}
+    assert not any(name.startswith(("(b)", "(d)")) for name in rows)
+    assert rows["(a+) plain CoT, its steps read by the answerer specialist"]["accuracy"] == 0.5  # 'no' to yes and no
+    assert rows["(c+) RwR with judge + answerer specialists (top 3 facts)"]["steps confirmed"] == "2/2"
+    assert rows["(e) retrieve then read: top 5 facts, answerer specialist (no chain)"]["questions"] == 2
+    read_prompt = fakes["answerer"].calls[0][0][-1]["content"]
+    assert read_prompt.endswith("Facts:\n1. Lake Baikal is 1,642 metres deep.")
+    assert result["extra"]["specialist_verdicts"] == {"confirmed": 2, "corrected": 0, "unverified": 0}
+
+
 def test_command_lines_have_the_documented_defaults_and_help(capsys):
     hot = hotpotqa.parse_args([])
     assert (hot.retriever, hot.llm_questions, hot.max_steps, hot.k, hot.questions) == ("hybrid", 100, 3, 3, None)

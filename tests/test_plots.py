@@ -3,7 +3,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from ragkit.evaluate import Evaluation  # noqa: E402
-from ragkit.plots import ladder, metric_bars  # noqa: E402
+from ragkit.plots import ladder, loss_curves, metric_bars  # noqa: E402
 
 
 def test_ladder_draws_one_bar_per_rung_and_metric_and_times_on_a_log_axis():
@@ -22,3 +22,12 @@ def test_metric_bars_labels_each_metric():
     fig = metric_bars({"a": {"recall@5": 0.5}, "b": {"recall@5": 0.25}}, ["recall@5"])
     assert [label.get_text() for label in fig.axes[0].get_xticklabels()] == ["recall@5"]
     assert len(fig.axes[0].patches) == 2
+
+
+def test_loss_curves_smooth_a_long_run_and_mark_the_points_of_a_short_one():
+    figure = loss_curves({"long": [2.0 - i / 100 for i in range(100)], "short": [2.0, 1.8, 1.7]}, window=10)
+    lines = figure.axes[0].get_lines()
+    assert len(lines) == 3  # the long run's raw and smoothed curves, the short run's points
+    assert len(lines[1].get_xdata()) == 91 and lines[1].get_xdata()[0] == 10
+    assert lines[2].get_marker() == "o"
+    assert [t.get_text() for t in figure.axes[0].get_legend().get_texts()] == ["long (mean of 10)", "short"]

@@ -1,0 +1,115 @@
+"""How a specialist is trained and run: LoRA against full fine-tuning, llama.cpp against transformers.
+
+Run: make bench-specialists (or .venv/bin/python benchmarks/specialist_training.py [--steps N] [--heldout N]).
+
+1. Training: the decomposer's records, the same --steps steps of 8 examples with each method (LoRA r8 on every
+   projection, lr 5e-4; full fine-tuning of every weight but the embeddings, lr 1e-4), then step F1 on --heldout
+   held-out questions (greedy, transformers) and the run's tokens/s and peak memory. A short run compares how
+   fast each method learns per step and what a step costs; the committed decomposer is one full epoch of LoRA.
+2. Answering: the committed decomposer on the same held-out questions, through llama.cpp (the shipped Q4_1
+   GGUF + the float16 LoRA GGUF) and through transformers (float32 weights + the peft adapter, merged):
+   generated tokens per second and step F1 of each.
+Prints one table and writes benchmarks/results/specialist-training.json. About 25 minutes on 2 cores at the
+defaults; run nothing else meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from harness import StageRecorder, positive_int, write_result  # noqa: E402
+
+from ragkit.config import load_settings  # noqa: E402
+from ragkit.finetune import FineTuneConfig, TransformersChat, load_finetuned, train  # noqa: E402
+from ragkit.specialist_records import build_records  # noqa: E402
+from ragkit.specialists import COMMITTED_DIR, evaluate, load_specialist  # noqa: E402
+
+METHODS = {"lora": FineTuneConfig(max_length=192, lora_rank=8, lora_alpha=16.0),
+           "full": FineTuneConfig(method="full", learning_rate=1e-4, max_length=192)}
+
+
+def peak_mib() -> float:
+    """This process's peak resident memory so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def replies_per_second(chat, records) -> tuple[dict, float]:
+    """Step-F1 scores of the chat model on the records, and its generated tokens per second."""
+    tokens, seconds = 0, 0.0
+    original = chat.chat
+
+    def counted(messages, **options):
+        nonlocal tokens, seconds
+        reply = original(messages, **options)
+        tokens, seconds = tokens + reply.completion_tokens, seconds + reply.seconds
+        return reply
+
+    chat.chat = counted
+    scores = evaluate(chat, records, job="decomposer")
+    return scores, tokens / seconds if seconds else 0.0
+
+
+def training_rows(train_records, heldout, steps: int, threads: int, rec: StageRecorder) -> list[dict]:
+    """One row per method: tokens/s, peak memory, loss and held-out step F1 after the same steps."""
+    rows = []
+    for method, config in METHODS.items():
+        config = FineTuneConfig(**{**config.__dict__, "max_steps": steps})
+        with rec.stage(f"train: {method}, {steps} steps", items=steps * config.batch_size):
+            trained = train(train_records, config=config, threads=threads, progress=False)
+        chat = TransformersChat(trained.model, trained.tokenizer, name=f"{method} after {steps} steps")
+        with rec.stage(f"held-out: {method}", items=len(heldout)):
+            scores, _ = replies_per_second(chat, heldout)
+        report = trained.report
+        rows.append({"row": f"train {method}, {steps} steps", "tokens/s": round(report.tokens_per_second),
+                     "loss first->last": f"{report.first_loss:.2f} -> {report.last_loss:.2f}",
+                     "step F1": round(scores["step_f1"], 3), "right count": round(scores["right_count"], 3),
+                     "trainable params": sum(p.numel() for p in trained.model.parameters() if p.requires_grad),
+                     "peak MiB": round(peak_mib())})
+        del trained, chat
+    return rows
+
+
+def runtime_rows(heldout, threads: int, rec: StageRecorder) -> list[dict]:
+    """The committed decomposer through llama.cpp and through transformers: tokens/s and step F1."""
+    folder = COMMITTED_DIR / "decomposer"
+    with rec.stage("load: llama.cpp + LoRA GGUF"):
+        llama = load_specialist(folder, threads=threads)
+    with rec.stage("load: transformers + peft (merged)"):
+        model, tokenizer, _ = load_finetuned(folder, threads=threads)
+        torch_chat = TransformersChat(model, tokenizer, name="decomposer (transformers)")
+    rows = []
+    for name, chat in (("llama.cpp (Q4_1 + f16 LoRA)", llama.backend), ("transformers (f32, merged)", torch_chat)):
+        started = time.perf_counter()
+        with rec.stage(f"answer: {name}", items=len(heldout)):
+            scores, speed = replies_per_second(chat, heldout)
+        rows.append({"row": f"run the committed decomposer: {name}", "tokens/s": round(speed),
+                     "step F1": round(scores["step_f1"], 3), "right count": round(scores["right_count"], 3),
+                     "ms/question": round((time.perf_counter() - started) / len(heldout) * 1000)})
+    return rows
+
+
+def main() -> None:
+    """Run both comparisons and write the result."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=positive_int, default=60, help="training steps per method")
+    parser.add_argument("--heldout", type=positive_int, default=60, help="held-out questions to score")
+    parser.add_argument("--threads", type=positive_int, default=load_settings().threads)
+    args = parser.parse_args()
+    rec = StageRecorder()
+    records, _ = build_records("decomposer")
+    train_records = [r for r in records if r["split"] == "train"]
+    heldout = [r for r in records if r["split"] == "heldout"][: args.heldout]
+    rows = training_rows(train_records, heldout, args.steps, args.threads, rec)
+    rows += runtime_rows(heldout, args.threads, rec)
+    write_result("specialist-training", rows, rec, {"args": vars(args)})
+
+
+if __name__ == "__main__":
+    main()
