@@ -40,8 +40,8 @@ Cost on 2 cores with SmolLM2-135M, measured (--questions 40 --paths 3, 747 s in 
 embedding scorer (the cross-encoder scorer trains the course cross-encoder first if it is not cached,
 ~2 min; the llm scorer adds a call per fact). All 200 at --paths 5: estimated about 1.5 h. --paths is the big
 lever. On a busy CPU pass --threads 1. ms/question is each pipeline's wall time per question.
-A run on fewer questions writes results/strategyqa-subset.json, a --skip-llm run
-results/strategyqa-retrieval.json.
+A run on fewer questions writes results/strategyqa-subset.json (strategyqa-specialists-subset.json with
+--specialists), a --skip-llm run results/strategyqa-retrieval.json.
 """
 
 from __future__ import annotations
@@ -400,7 +400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              "data": str(folder), "questions": len(questions), "facts": len(facts),
              "answers": {a: sum(q.answer == a for q in questions) for a in ("yes", "no")},
              "references": REFERENCES, **info}
-    name = result_name("strategyqa", subset=not full, skip_llm=args.skip_llm)
+    name = result_name("strategyqa-specialists" if args.specialists and not args.skip_llm else "strategyqa",
+                       subset=not full, skip_llm=args.skip_llm)
     write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir)
     print(notes(rows, full=full))
     return 0

@@ -401,7 +401,7 @@ def test_strategyqa_specialist_rows_without_the_votes(strategy_dir, tmp_path, qu
     out = tmp_path / "results"
     strategyqa.main(["--data", str(strategy_dir), "--questions", "2", "--retriever", "bm25", "--no-votes",
                      "--specialists", "--results-dir", str(out)])
-    result = read_result(out, "strategyqa-subset")
+    result = read_result(out, "strategyqa-specialists-subset")  # never overwrites the few-shot run's file
     rows = {row["rung"]: row for row in result["rows"]}
     assert not any(name.startswith(("(b)", "(d)")) for name in rows)
     assert rows["(a+) plain CoT, its steps read by the answerer specialist"]["accuracy"] == 0.5  # 'no' to yes and no
