@@ -108,7 +108,9 @@ def main() -> None:
     heldout = [r for r in records if r["split"] == "heldout"][: args.heldout]
     rows = training_rows(train_records, heldout, args.steps, args.threads, rec)
     rows += runtime_rows(heldout, args.threads, rec)
-    write_result("specialist-training", rows, rec, {"args": vars(args)})
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    write_result("specialist-training", [{c: row.get(c, "") for c in columns} for row in rows], rec,
+                 {"args": vars(args)})
 
 
 if __name__ == "__main__":
