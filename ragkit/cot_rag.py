@@ -20,7 +20,7 @@ from ragkit import models
 from ragkit.corpus import Hit, check_query
 from ragkit.llm import ChatModel
 from ragkit.reasoning import (Meter, Search, check_max_steps, clean_item, copy_warnings, drop_repeats,
-                              excerpts_text, json_items, length_warning, list_grammar, marked_lines,
+                              excerpts_text, json_items, length_warning, list_grammar, marked_lines, models_used,
                               pick_constraint, safe_search, shorten, step_key, unique_ids)
 from ragkit.trace import hit_lines, html_table, warning_html, warning_lines
 
@@ -173,12 +173,7 @@ def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, dec
     warnings += notes
     return CoTResult(question, answer, tuple(steps), unique_ids([s.excerpts for s in steps]),
                      sum(len(s.excerpts) for s in steps), meter.tokens, time.perf_counter() - started,
-                     models_used(meter, planner), tuple(warnings), plan)
-
-
-def models_used(meter: Meter, planner: Meter) -> str:
-    """The model that wrote the findings and answer, and the planner's name if another model planned."""
-    return meter.model if planner.model == meter.model else f"{meter.model} (plan: {planner.model})"
+                     models_used(meter, plan=planner), tuple(warnings), plan)
 
 
 def decompose_prompt(question: str, *, max_steps: int, form: str = "list") -> list[dict]:

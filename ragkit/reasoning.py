@@ -40,6 +40,12 @@ class Meter:
         return reply
 
 
+def models_used(meter: Meter, **roles: Meter) -> str:
+    """The main model's name, then each role's model where it differs ('m (plan: p)', 'm (judge: j, answerer: a)')."""
+    others = [f"{role}: {m.model}" for role, m in roles.items() if m.model != meter.model]
+    return f"{meter.model} ({', '.join(others)})" if others else meter.model
+
+
 def pick_constraint(chat: ChatModel, constrain: str, *, otherwise: str = "json") -> str:
     """'auto' becomes 'grammar' for a llama.cpp model (GBNF works there) and `otherwise` for the rest."""
     if constrain not in CONSTRAINTS:
@@ -214,9 +220,14 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
 
 
+def passage_line(doc) -> str:
+    """A passage on one line: 'title: text' (its text alone if it has no title)."""
+    return passage_text(doc).replace("\n", ": ", 1)
+
+
 def excerpts_text(hits: Sequence[Hit], *, max_chars: int = 500) -> str:
     """Hits as numbered excerpts for a prompt: '[1] title: text'."""
-    return "\n".join(f"[{i}] {shorten(passage_text(hit.doc).replace(chr(10), ': ', 1), max_chars)}"
+    return "\n".join(f"[{i}] {shorten(passage_line(hit.doc), max_chars)}"
                      for i, hit in enumerate(hits, start=1))
 
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ragkit import models
-from ragkit.corpus import Hit, check_query, passage_text
+from ragkit.corpus import Hit, check_query
 from ragkit.llm import ChatModel
 from ragkit.reasoning import (Meter, Search, check_max_steps, clean_item, copy_warnings, drop_repeats,
-                              excerpts_text, keyword_query, length_warning, list_grammar, marked_lines,
+                              excerpts_text, keyword_query, length_warning, models_used, passage_line, list_grammar, marked_lines,
                               pick_constraint, safe_search, shorten, step_key, unique_ids)
 from ragkit.specialist_records import judge_messages, parse_label
 from ragkit.text import split_sentences
@@ -216,12 +216,6 @@ def rwr(question: str, search: Search, *, chat: ChatModel | None = None, judge: 
                      models_used(meter, judge=judges, answerer=answers), tuple(warnings + notes), reply.text)
 
 
-def models_used(meter: Meter, **roles: Meter) -> str:
-    """The chat model's name, then each role's model where it differs ('m (judge: j, answer: a)')."""
-    others = [f"{role}: {m.model}" for role, m in roles.items() if m.model != meter.model]
-    return f"{meter.model} ({', '.join(others)})" if others else meter.model
-
-
 def check_options(*, k: int, query: str) -> None:
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -356,7 +350,7 @@ def specialist_verdict(text: str, hits: Sequence[Hit], meter: Meter, *,
                        max_chars: int = 400) -> tuple[str, str, list[str]]:
     """A judge specialist's label as a verdict: supports confirms, unrelated leaves unverified, contradicts
     corrects the step to the evidence sentence sharing most words with it."""
-    evidence = [shorten(passage_text(hit.doc).replace("\n", ": ", 1), max_chars) for hit in hits]
+    evidence = [shorten(passage_line(hit.doc), max_chars) for hit in hits]
     reply = meter.chat(judge_messages(text, evidence), max_tokens=4)
     label = parse_label(reply.text)
     warnings = length_warning(reply, "judging the step")
@@ -422,7 +416,7 @@ def final_answer(question: str, steps: Sequence[RwRStep], meter: Meter, *, cot_a
 def evidence_facts(steps: Sequence[RwRStep], *, limit: int = 6) -> list[str]:
     """The steps that evidence confirmed or corrected, then each step's top evidence passage, each once."""
     checked = [s.text for s in steps if s.verdict in ("confirmed", "corrected")]
-    passages = [passage_text(s.evidence[0].doc).replace("\n", ": ", 1) for s in steps if s.evidence]
+    passages = [passage_line(s.evidence[0].doc) for s in steps if s.evidence]
     return list(dict.fromkeys(checked + passages))[:limit]
 
 
