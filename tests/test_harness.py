@@ -1,6 +1,7 @@
 """benchmarks/harness.py: BEIR loading, stage records and result files."""
 
 import json
+import mmap
 import time
 
 import numpy as np
@@ -123,12 +124,20 @@ def test_a_missing_split_is_a_clear_error(beir):
 
 # --- stages ------------------------------------------------------------------------------------------
 
+def fresh_pages(size: int) -> mmap.mmap:
+    """Anonymous memory of `size` bytes, every page written, so it is resident."""
+    # np.ones may reuse heap pages an earlier test left resident; a new mapping cannot.
+    block = mmap.mmap(-1, size)
+    np.frombuffer(block, dtype=np.uint8)[:] = 1
+    return block
+
+
 def test_a_stage_records_time_throughput_and_memory():
     recorder = StageRecorder()
     with recorder.stage("sleep", items=10):
         time.sleep(0.02)
     with recorder.stage("allocate"):
-        block = np.ones(40 * 2**20 // 8)  # 40 MiB, kept past the stage
+        block = fresh_pages(40 * 2**20)  # 40 MiB, kept past the stage
     (sleep, allocate) = recorder.stages
     assert sleep.name == "sleep" and sleep.items == 10 and 0.02 <= sleep.seconds < 1
     assert sleep.items_per_second == pytest.approx(10 / sleep.seconds)
@@ -136,7 +145,7 @@ def test_a_stage_records_time_throughput_and_memory():
     assert allocate.peak_rss_mb >= sleep.peak_rss_mb > 0 and allocate.peak_rise_mb >= 0
     assert allocate.rss_delta_mb is not None and allocate.rss_delta_mb > 30
     assert recorder.slowest() in recorder.stages
-    del block
+    block.close()
 
 
 def test_a_failing_stage_is_not_recorded_and_the_error_passes_through():
