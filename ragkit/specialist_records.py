@@ -14,6 +14,7 @@ StrategyQA's fixed dev200 questions never enter any training set. Taught in less
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -272,6 +273,16 @@ def split_counts(records: Sequence[dict]) -> dict:
     """{'train': n, 'heldout': n}."""
     counts = Counter(r["split"] for r in records)
     return {"train": counts["train"], "heldout": counts["heldout"]}
+
+
+def heldout_sample(records: Sequence[dict], limit: int) -> list[dict]:
+    """Up to limit held-out records, the corpora (the part of 'source' before ':') taken in turn, each in order."""
+    by_corpus: dict[str, list[dict]] = {}
+    for record in records:
+        if record["split"] == "heldout":
+            by_corpus.setdefault(record["source"].split(":")[0], []).append(record)
+    taken = [r for rank in itertools.zip_longest(*by_corpus.values()) for r in rank if r is not None]
+    return taken[:limit]
 
 
 def label_counts(records: Sequence[dict]) -> dict:

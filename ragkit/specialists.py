@@ -38,8 +38,8 @@ from ragkit.finetune import FineTuneConfig, TransformersChat
 from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, as_messages, smollm2_path
 from ragkit.reasoning import marked_lines
 from ragkit.voting import answer_key
-from ragkit.specialist_records import (LABELS, MAX_STEPS, SYSTEMS, build_records, job_messages, parse_label,
-                                      source_files)
+from ragkit.specialist_records import (LABELS, MAX_STEPS, SYSTEMS, build_records, heldout_sample, job_messages,
+                                      parse_label, source_files)
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +298,7 @@ def build_specialist(job: str, *, config: FineTuneConfig | None = None, root: st
     with tempfile.TemporaryDirectory() as scratch:
         adapter = gguf_adapter(trained, Path(scratch)) if config.method == "lora" else None
         chat = evaluation_chat(trained, adapter if base is None else None, threads=threads)
-        heldout = [r for r in records if r["split"] == "heldout"][:eval_limit]
+        heldout = heldout_sample(records, eval_limit)
         scores = evaluate(chat, heldout, job=job)
         record = {"job": job, "key": key, "prompt": SYSTEMS[job], "base": trained.base, "config": asdict(config),
                   "data": data, "heldout": {**scores, "run by": "llama.cpp" if isinstance(chat, LlamaCppChat)

@@ -12,7 +12,8 @@ from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.finetune import FineTuneConfig
 from ragkit.lexical import BM25Index
 from ragkit.specialist_records import (MAX_STEPS, SYSTEMS, answerer_records, balance, build_records,
-                                       decomposer_records, judge_records, split_of, steps_text, wikidata_question)
+                                       decomposer_records, heldout_sample, judge_records, split_of, steps_text,
+                                       wikidata_question)
 from ragkit.specialists import (Specialist, decomposition_scores, label_scores, parse_decomposition, parse_label,
                                 parse_yes_no, reframe, specialist_dir)
 from ragkit.text import search_tokenize
@@ -93,6 +94,15 @@ def test_answerer_records_are_balanced_and_come_with_gold_and_retrieved_facts():
                                                                           for r in records[:2])
     assert records[0]["messages"][1]["content"].startswith("Question: Is fact ") and "\nFacts:\n1. " in \
         records[0]["messages"][1]["content"]
+
+
+def test_the_held_out_sample_takes_the_corpora_in_turn_and_skips_training_records():
+    records = ([{"split": "heldout", "source": f"strategyqa:{i}"} for i in range(5)]
+               + [{"split": "train", "source": "scifact:0"}]
+               + [{"split": "heldout", "source": f"scifact:{i}"} for i in range(2)])
+    sample = heldout_sample(records, 5)
+    assert [r["source"] for r in sample] == ["strategyqa:0", "scifact:0", "strategyqa:1", "scifact:1", "strategyqa:2"]
+    assert len(heldout_sample(records, 100)) == 7 and heldout_sample(records, 0) == []
 
 
 def test_balance_cuts_the_larger_label_to_the_smaller_keeping_the_order():
