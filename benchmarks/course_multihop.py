@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from harness import StageRecorder, write_result
 
@@ -26,6 +26,7 @@ from ragkit.corpus import DATA_DIR, Hit, load_docs, load_questions
 from ragkit.cot_rag import decompose
 from ragkit.dense import DenseIndex, HybridIndex
 from ragkit.evaluate import evaluate_pipeline, table_rows
+from ragkit.follow_up import follow_up_search
 from ragkit.fusion import interleave, reciprocal_rank_fusion
 from ragkit.lexical import BM25Index
 from ragkit.reasoning import Meter
@@ -35,15 +36,6 @@ from ragkit.text import search_tokenize
 BUDGET = 5
 RRF_DEPTH = 30  # each ranking fused by RRF is cut here, as the hybrid's own legs
 MAX_STEPS = 4
-
-
-def lesson06_iterative(search) -> Callable[[str, int], list[Hit]]:
-    """Lesson 06's no-model iteration: the question, then the question + each of its top 2 hits' opening."""
-    def run(query: str, k: int) -> list[Hit]:
-        first = search(query, k=5)
-        follow = [search(f"{query} {h.doc.title}. {h.doc.text.split('. ')[0]}", k=5) for h in first[:2]]
-        return interleave([first, *follow], k)
-    return run
 
 
 def plan_first(search, chat, questions) -> tuple[dict[str, list[Hit]], float]:
@@ -94,8 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
         runs["question alone"] = ({q.query: hybrid(q.query, k=BUDGET) for q in questions},
                                   (time.perf_counter() - started) / len(questions))
-        started, no_model = time.perf_counter(), lesson06_iterative(hybrid)
-        runs["iterative, no model (lesson 06)"] = ({q.query: no_model(q.query, BUDGET) for q in questions},
+        started = time.perf_counter()
+        runs["iterative, no model (lesson 06)"] = ({q.query: follow_up_search(hybrid, q.query) for q in questions},
                                                    (time.perf_counter() - started) / len(questions))
     planners = {"few-shot 135M": models.chat_model()}
     if not args.no_specialist:
