@@ -37,6 +37,15 @@ Rungs:
                                 EM is near 0 by construction; the reader on CoT-RAG's evidence is the fair
                                 comparison).
 
+  6. self-ask, specialist       (--specialist) ragkit.self_ask with the committed decomposer specialist on every
+                                --questions question: each step searched with #j replaced by what step j found
+                                and the question appended (top 30 per step). Scored as the steps' rankings
+                                interleaved, and with the settings chosen on HotpotQA train100 by
+                                benchmarks/self_ask_tuning.py (the evidence leads with the question's own top 3,
+                                the steps fill the other 2; bridges are "Title: sentence" from each step's top
+                                hit). --specialist-readers N adds the reader of rung 5 on the hybrid top 5 and on
+                                the chosen self-ask top 5, on a balanced sample of N.
+
 Rungs 1-3 run on --questions (all 500 by default); rungs 4-5 on a balanced --llm-questions sample (100 by
 default) drawn from the same seeded sample, and rungs 1-3 are scored again on exactly those questions
 so every LLM row has a retrieval row to compare with. dev500 is sorted by type (rows 0-249 bridge,
@@ -93,6 +102,10 @@ BUDGET = 5  # paragraphs of evidence every pipeline is scored on
 DEPTH = 50  # each ranking fed to a fusion (hybrid legs, iterative queries) is cut here
 FOLLOW = 3  # rung 3: second queries from this many top hits
 LLM_QUESTIONS = 100
+SELF_ASK_DEPTH = 30  # hits kept per self-ask step (as in benchmarks/course_multihop.py)
+SELF_ASK_CHOSEN = {"bridge_hits": 1, "titled_bridges": True, "question_first": 3}  # results/self-ask-tuning.json
+SELF_ASK_RUNG = "6. self-ask, decomposer specialist: steps interleaved"
+SELF_ASK_CHOSEN_RUNG = "6. self-ask, decomposer specialist: question top 3, then steps (chosen on train100)"
 TOKENIZERS = {"search": search_tokenize, "words": tokenize}  # words: lowercase words, no stemming or stop list
 README_BM25_ALL_GOLD5 = 0.558
 REFERENCES = {
@@ -244,6 +257,44 @@ def run_cot(question: str, search: Search, chat, *, max_steps: int, k: int) -> C
     return CoTRun(result, tuple(tuple(r) for r in recording.rankings), time.perf_counter() - started)
 
 
+# --- self-ask with the decomposer specialist ----------------------------------------------------------
+
+
+def self_ask_rungs(search: Search, questions: Sequence[Question], rec: StageRecorder,
+                   threads: int) -> dict[str, Run]:
+    """Rung 6: self-ask with the decomposer specialist, scored two ways from the same runs."""
+    from tqdm.auto import tqdm
+
+    from ragkit.self_ask import self_ask
+    from ragkit.specialists import specialist
+
+    decomposer, embedder = specialist("decomposer", threads=threads), models.embedder()
+    chosen, interleaved, seconds = {}, {}, {}
+    with rec.stage("rung 6: self-ask, decomposer specialist", items=len(questions)):
+        for q in tqdm(questions, desc="self-ask", unit="question"):
+            started = time.perf_counter()
+            run = self_ask(q.query, search, decomposer=decomposer, embedder=embedder, k=SELF_ASK_DEPTH,
+                           **SELF_ASK_CHOSEN)
+            seconds[q.id] = time.perf_counter() - started
+            chosen[q.id] = run.evidence(BUDGET)
+            interleaved[q.id] = interleave([list(step.hits) for step in run.steps], BUDGET)
+    return {SELF_ASK_RUNG: Run(interleaved, seconds), SELF_ASK_CHOSEN_RUNG: Run(chosen, seconds)}
+
+
+def reader_rows(runs: Mapping[str, Run], questions: Sequence[Question], chat, rec: StageRecorder) -> dict[str, dict]:
+    """The reader of rung 5 on each run's top 5, over the questions."""
+    rows = {}
+    for name, run in runs.items():
+        predicted, seconds = {}, {}
+        with rec.stage(f"reader on: {name}", items=len(questions)):
+            for q in questions:
+                predicted[q.id], spent = read_answer(q.query, run.hits[q.id], chat)
+                seconds[q.id] = run.seconds[q.id] + spent
+        rows[f"7. reader on the top 5 of: {name}"] = {**answer_scores(predicted, questions),
+                                                       "ms/question": ms(seconds, questions)}
+    return rows
+
+
 # --- the reader ----------------------------------------------------------------------------------------
 
 
@@ -322,6 +373,11 @@ def run_retrieval(pipeline: Callable[[str], list[Hit]], questions: Sequence[Ques
             hits[q.id] = list(pipeline(q.query))[:BUDGET]
             seconds[q.id] = time.perf_counter() - started
     return Run(hits, seconds)
+
+
+def single_name(retriever: str) -> str:
+    """The single-shot rung of a retriever."""
+    return HYBRID_RUNG if retriever == "hybrid" else BM25_RUNG
 
 
 def iterative_rung(retriever: str) -> str:
@@ -415,7 +471,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--seed", type=int, default=0, help="seed of the samples")
     add("--retriever", choices=("hybrid", "bm25"), default="hybrid",
         help="what rungs 3-5 retrieve with (bm25 skips the embedder)")
-    add("--skip-llm", action="store_true", help="rungs 1-3 only: no chat model is loaded")
+    add("--skip-llm", action="store_true", help="no rungs 4-5 (few-shot CoT-RAG and its readers)")
+    add("--specialist", action="store_true", help="rung 6: self-ask with the decomposer specialist (built)")
+    add("--specialist-readers", type=int, default=0,
+        help="with --specialist: the reader on the hybrid and the chosen self-ask top 5 of this many questions")
     add("--max-steps", type=positive_int, default=3, help="CoT-RAG: at most this many steps (2-hop questions)")
     add("--k", type=positive_int, default=3, help="CoT-RAG: paragraphs retrieved per step")
     add("--bm25-tokenizer", choices=tuple(TOKENIZERS), default="search",
@@ -459,8 +518,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = retrieval_rungs(searches, args.retriever, questions, rec)
     rows = {name: {**evidence_scores(run.ids(), questions), "ms/question": ms(run.seconds, questions)}
             for name, run in runs.items()}
+    if args.specialist:
+        specialist_runs = self_ask_rungs(searches[args.retriever], questions, rec, args.threads)
+        rows.update({name: {**evidence_scores(run.ids(), questions), "ms/question": ms(run.seconds, questions)}
+                     for name, run in specialist_runs.items()})
+        if args.specialist_readers > 0:
+            readers = balanced_sample(questions, args.specialist_readers, key=type_of, seed=args.seed)
+            rows.update(reader_rows({single_name(args.retriever): runs[single_name(args.retriever)],
+                                     SELF_ASK_CHOSEN_RUNG: specialist_runs[SELF_ASK_CHOSEN_RUNG]},
+                                    readers, models.chat_model(), rec))
+            info["specialist_readers"] = len(readers)
     if llm_questions:
-        single = runs[HYBRID_RUNG if args.retriever == "hybrid" else BM25_RUNG]
+        single = runs[single_name(args.retriever)]
         iterative = runs[iterative_rung(args.retriever)]
         for name, run in ((f"LLM sample: single-shot {args.retriever}", single),
                           (f"LLM sample: iterative {args.retriever}", iterative)):
@@ -476,7 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                 for t in ("bridge", "comparison")},
              "budget": BUDGET, "depth": DEPTH, "follow": FOLLOW, "rrf_k": RRF_K, "references": REFERENCES, **info}
     few_llm = bool(llm_questions) and len(llm_questions) < min(LLM_QUESTIONS, len(questions))
-    name = result_name("hotpotqa", subset=not full or few_llm, skip_llm=args.skip_llm)
+    name = result_name("hotpotqa", subset=not full or few_llm, skip_llm=args.skip_llm) + (
+        "-specialist" if args.specialist else "")
     write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir)
     print(notes(rows, full=full, tokenizer=args.bm25_tokenizer))
     return 0

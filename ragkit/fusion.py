@@ -38,6 +38,17 @@ def interleave(rankings: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
     return list(seen.values())[:limit]
 
 
+def lead_then_interleave(lead: Sequence[Hit], rankings: Sequence[Sequence[Hit]], limit: int, *,
+                         first: int) -> list[Hit]:
+    """The top `first` of the lead ranking, then the other rankings interleaved; each doc once, cut at limit."""
+    if first < 0:
+        raise ValueError(f"first must be 0 or more, got {first}")
+    kept = {hit.id: hit for hit in lead[:first]}
+    for hit in interleave(rankings, limit + len(kept)):
+        kept.setdefault(hit.id, hit)
+    return list(kept.values())[:limit]
+
+
 def fuse_queries(search: Search, queries: Sequence[str], *, k: int = 5,
                  depth: int = 20, rrf_k: int = RRF_K) -> list[Hit]:
     """Run one search per query (depth hits each) and fuse the lists with RRF. Taught in lessons/03_query_rewriting.ipynb."""

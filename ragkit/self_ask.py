@@ -21,7 +21,7 @@ from ragkit import models
 from ragkit.corpus import Hit, check_query
 from ragkit.cot_rag import decompose
 from ragkit.embeddings import unit_rows
-from ragkit.fusion import interleave
+from ragkit.fusion import lead_then_interleave
 from ragkit.llm import ChatModel
 from ragkit.reasoning import Meter, Search, check_max_steps, safe_search, shorten
 from ragkit.text import split_sentences
@@ -55,10 +55,14 @@ class SelfAskResult:
     latency: float
     model: str
     warnings: tuple[str, ...] = ()
+    question_hits: tuple[Hit, ...] = ()  # the question's own ranking, when the evidence leads with it
+    question_first: int = 0
 
     def evidence(self, k: int) -> list[Hit]:
-        """The steps' hits interleaved (each step's 1st, then each one's 2nd, ...), each passage once, top k."""
-        return interleave([list(step.hits) for step in self.steps], k)
+        """The question's top question_first hits, then the steps' hits interleaved (each step's 1st, then each
+        one's 2nd, ...), each passage once, top k."""
+        return lead_then_interleave(self.question_hits, [list(step.hits) for step in self.steps], k,
+                                    first=self.question_first)
 
     def trace_markdown(self) -> str:
         """The run as markdown: each step as planned, as searched, its top hits and its bridge."""
@@ -74,27 +78,32 @@ class SelfAskResult:
 
 def self_ask(question: str, search: Search, *, decomposer: ChatModel | None = None, embedder=None,
              reader: Reader | None = None, max_steps: int = 4, k: int = 5, append_question: bool = True,
-             bridge_hits: int = 2, constrain: str = "auto") -> SelfAskResult:
+             bridge_hits: int = 2, titled_bridges: bool = False, question_first: int = 0,
+             constrain: str = "auto") -> SelfAskResult:
     """Plan the steps (decomposer: else the decomposer setting's model), then search them in order, resolving
-    #j to step j's bridge.
+    #j to step j's bridge; with question_first > 0 the evidence leads with the question's own top hits.
 
     Taught in lessons/09_specialists.ipynb.
     """
     check_query(question)
     check_max_steps(max_steps)
-    if k < 1 or bridge_hits < 1:
-        raise ValueError(f"k and bridge_hits must be at least 1, got {k} and {bridge_hits}")
+    if k < 1 or bridge_hits < 1 or question_first < 0:
+        raise ValueError(f"k and bridge_hits must be at least 1 and question_first 0 or more, "
+                         f"got {k}, {bridge_hits} and {question_first}")
     started, meter = time.perf_counter(), Meter(decomposer or models.role_model("decomposer"))
     plan_steps, plan, warnings = decompose(question, meter, max_steps=max_steps, constrain=constrain)
     steps, notes = search_in_order(question, plan_steps, search, embedder=embedder or models.embedder(),
-                                   reader=reader, k=k, append_question=append_question, bridge_hits=bridge_hits)
+                                   reader=reader, k=k, append_question=append_question, bridge_hits=bridge_hits,
+                                   titled_bridges=titled_bridges)
+    question_hits, note = safe_search(search, question, k=k) if question_first else ([], "")
     return SelfAskResult(question, tuple(steps), plan, meter.tokens, time.perf_counter() - started, meter.model,
-                         tuple(warnings + notes))
+                         tuple(warnings + notes + ([f"the question: {note}"] if note else [])),
+                         tuple(question_hits), question_first)
 
 
 def search_in_order(question: str, planned: Sequence[str], search: Search, *, embedder, reader: Reader | None = None,
-                    k: int = 5, append_question: bool = True,
-                    bridge_hits: int = 2) -> tuple[list[AskedStep], list[str]]:
+                    k: int = 5, append_question: bool = True, bridge_hits: int = 2,
+                    titled_bridges: bool = False) -> tuple[list[AskedStep], list[str]]:
     """The planned steps searched one after another, each #j resolved to step j's bridge; and the warnings.
 
     Taught in lessons/09_specialists.ipynb.
@@ -106,7 +115,7 @@ def search_in_order(question: str, planned: Sequence[str], search: Search, *, em
         resolved, notes = resolve_references(step, [s.bridge for s in steps])
         query = f"{resolved} {question}" if append_question else resolved
         hits, note = safe_search(search, query, k=k)
-        bridge, source = find_bridge(resolved, hits[:bridge_hits], embedder, reader)
+        bridge, source = find_bridge(resolved, hits[:bridge_hits], embedder, reader, titled=titled_bridges)
         warnings += [f"step {number}: {n}" for n in [*notes, note] if n]
         if hits and not bridge:
             warnings.append(f"step {number}: found nothing to stand in for #{number}")
@@ -128,22 +137,28 @@ def resolve_references(step: str, bridges: Sequence[str]) -> tuple[str, list[str
     return " ".join(_REFERENCE.sub(replace, step).split()), notes
 
 
-def find_bridge(step: str, hits: Sequence[Hit], embedder, reader: Reader | None = None) -> tuple[str, str]:
-    """What a step found: the reader's answer if it gives one, else the hits' sentence closest to the step."""
+def find_bridge(step: str, hits: Sequence[Hit], embedder, reader: Reader | None = None, *,
+                titled: bool = False) -> tuple[str, str]:
+    """What a step found: the reader's answer if it gives one, else the hits' sentence closest to the step
+    (titled: prefixed with its passage's title, since a sentence may name its subject only as "he")."""
     if not hits:
         return "", ""
     if reader is not None:
         answer = " ".join((reader(step, hits) or "").split())
         if answer:
             return answer, "reader"
-    sentence = closest_sentence(step, [hit.doc.text for hit in hits], embedder)
+    titles = [hit.doc.title for hit in hits] if titled else None
+    sentence = closest_sentence(step, [hit.doc.text for hit in hits], embedder, titles=titles)
     return sentence, "sentence" if sentence else ""
 
 
-def closest_sentence(query: str, texts: Sequence[str], embedder) -> str:
-    """The sentence of the texts whose passage embedding is closest (cosine) to the query's; '' if none."""
-    sentences = list(dict.fromkeys(s for text in texts for s in split_sentences(text)))
-    if not sentences or not query.strip():
+def closest_sentence(query: str, texts: Sequence[str], embedder, *, titles: Sequence[str] | None = None) -> str:
+    """The sentence of the texts whose passage embedding is closest (cosine) to the query's, as 'Title: sentence'
+    when the texts' titles are given; '' if none."""
+    titles = titles or [""] * len(texts)
+    pairs = list(dict.fromkeys((title, s) for title, text in zip(titles, texts) for s in split_sentences(text)))
+    if not pairs or not query.strip():
         return ""
-    scores = unit_rows(embedder.embed_passages(sentences)) @ unit_rows(embedder.embed_queries([query]))[0]
-    return sentences[int(np.argmax(scores))]
+    scores = unit_rows(embedder.embed_passages([s for _, s in pairs])) @ unit_rows(embedder.embed_queries([query]))[0]
+    title, sentence = pairs[int(np.argmax(scores))]
+    return f"{title}: {sentence}" if title else sentence

@@ -1,7 +1,7 @@
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.fusion import fuse_queries, interleave, reciprocal_rank_fusion
+from ragkit.fusion import fuse_queries, interleave, lead_then_interleave, reciprocal_rank_fusion
 
 
 def hits(*ids: str) -> list[Hit]:
@@ -53,3 +53,12 @@ def test_interleave_takes_each_rankings_first_then_second_without_repeats_and_cu
     assert [h.id for h in interleave(rankings, 5)] == ["d1", "d4", "d6", "d2", "d3"]
     assert [h.id for h in interleave([hits("d1", "d2", "d3", "d4", "d5", "d6")], 5)] == ["d1", "d2", "d3", "d4", "d5"]
     assert interleave([], 5) == [] and interleave([[], []], 5) == []
+
+
+def test_lead_then_interleave_keeps_the_leads_top_then_fills_from_the_others():
+    lead, others = hits("q1", "q2", "q3"), [hits("s1", "q1", "s2"), hits("t1", "t2")]
+    assert [h.id for h in lead_then_interleave(lead, others, 5, first=2)] == ["q1", "q2", "s1", "t1", "t2"]
+    assert [h.id for h in lead_then_interleave(lead, others, 5, first=0)] == [h.id for h in interleave(others, 5)]
+    assert [h.id for h in lead_then_interleave(lead, others, 2, first=3)] == ["q1", "q2"]
+    with pytest.raises(ValueError, match="first"):
+        lead_then_interleave(lead, others, 5, first=-1)

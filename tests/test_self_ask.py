@@ -81,11 +81,33 @@ def test_closest_sentence_is_the_one_the_embedder_ranks_first():
     assert closest_sentence("anything", [], embedder) == "" and closest_sentence(" ", texts, embedder) == ""
 
 
+def test_a_titled_bridge_names_the_passage_its_sentence_comes_from():
+    embedder = HashingEmbedder()
+    hits = [Hit(DOCS["nut"], 1.0), Hit(DOCS["tch"], 0.5)]
+    bridge, source = find_bridge("Tchaikovsky was born where", hits, embedder, titled=True)
+    assert (bridge, source) == ("Tchaikovsky: Tchaikovsky was born in Votkinsk.", "sentence")
+    assert find_bridge("Tchaikovsky was born where", hits, embedder)[0] == "Tchaikovsky was born in Votkinsk."
+
+
+def test_the_evidence_leads_with_the_questions_own_hits_when_asked():
+    search = routed_search([("Where", ["tch", "vot"]), ("Who composed", ["nut"])])
+    result = self_ask(QUESTION, search, decomposer=ScriptedChat(PLAN), embedder=HashingEmbedder(), k=2,
+                      question_first=1)
+    assert search.queries[-1] == QUESTION and [h.id for h in result.question_hits] == ["tch", "vot"]
+    assert [h.id for h in result.evidence(3)] == ["tch", "nut", "vot"]  # the question's 1st, then the steps'
+    plain = self_ask(QUESTION, routed_search([("Where", ["tch", "vot"]), ("Who composed", ["nut"])]),
+                     decomposer=ScriptedChat(PLAN), embedder=HashingEmbedder(), k=2)
+    assert plain.question_hits == () and [h.id for h in plain.evidence(3)] == ["nut", "tch", "vot"]
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(EmptyQueryError):
         self_ask("  ", routed_search([]), decomposer=ScriptedChat(PLAN), embedder=HashingEmbedder())
     with pytest.raises(ValueError):
         self_ask(QUESTION, routed_search([]), decomposer=ScriptedChat(PLAN), embedder=HashingEmbedder(), k=0)
+    with pytest.raises(ValueError, match="question_first"):
+        self_ask(QUESTION, routed_search([]), decomposer=ScriptedChat(PLAN), embedder=HashingEmbedder(),
+                 question_first=-1)
 
 
 def test_cot_rag_plans_with_the_decomposer_and_answers_with_the_chat_model():
