@@ -16,7 +16,7 @@ TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_ST
 	-u RAGKIT_DECOMPOSER -u RAGKIT_JUDGE -u RAGKIT_ANSWERER \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install reranker specialists bench-multihop bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: install reranker specialists bench-multihop bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 install: $(STAMP)
 
@@ -116,6 +116,11 @@ bench-strategyqa: $(STAMP)
 # iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~6 min).
 bench-multihop: $(STAMP)
 	$(BIN)/python benchmarks/course_multihop.py
+
+# Self-ask's settings chosen on HotpotQA train100 (84 ways to search the decomposer's plans), the choice then
+# scored once on the course's 47 questions (~25 min, 2 of them encoding train100's paragraphs the first time).
+bench-self-ask: $(STAMP)
+	$(BIN)/python benchmarks/self_ask_tuning.py
 
 # LoRA against full fine-tuning (60 steps each, held-out step F1, tokens/s, memory) and the committed decomposer
 # through llama.cpp against transformers (tokens/s, step F1); ~25 min.
