@@ -84,6 +84,7 @@ import numpy as np  # noqa: E402
 from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm25_search, data_folder,  # noqa: E402
                      encode_corpus, ms, positive_int, result_name, rung_table, set_threads, write_result)
 from ragkit import models  # noqa: E402
+from ragkit.answering import short_answer  # noqa: E402
 from ragkit.config import load_settings  # noqa: E402
 from ragkit.corpus import Doc, Hit, Question, Search, read_jsonl  # noqa: E402
 from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
@@ -133,7 +134,6 @@ READER_PROMPT = [
                                 "Question: Are the kiwi and the emu both flightless birds?"},
     {"role": "assistant", "content": "yes"},
 ]
-_ANSWER_LEAD = re.compile(r"^\s*(?:(?:so\s*,?\s*)?the\s+)?(?:short\s+)?answer\b(?:\s+is)?\s*[:\-]?\s*", re.I)
 _CITATION = re.compile(r"\s*\[[^\]]*\]")
 
 
@@ -296,12 +296,6 @@ def reader_rows(runs: Mapping[str, Run], questions: Sequence[Question], chat, re
 
 
 # --- the reader ----------------------------------------------------------------------------------------
-
-
-def short_answer(text: str) -> str:
-    """The first line of a reply without an 'Answer:' lead, quotes or a final period."""
-    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
-    return _ANSWER_LEAD.sub("", line, count=1).strip().strip("\"'“”`*").rstrip(".").strip()
 
 
 def strip_citations(text: str) -> str:

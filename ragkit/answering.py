@@ -1,0 +1,125 @@
+"""The last stage of a RAG pipeline: read the retrieved passages, write a short answer, and check how much
+of the answer the passages support.
+
+A reader is the chat model given numbered passages and a question, told to reply with the short answer
+only, after one worked example. Its answer is scored against the gold answer (exact match, token F1) and
+for groundedness: the share of its content words that occur in the passages it was shown, the others
+listed. A grounded answer can still be wrong; an ungrounded one came from the model, not the context.
+
+Taught in lessons/08_evaluation.ipynb (section 7).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ragkit import models
+from ragkit.corpus import Hit, Question
+from ragkit.evaluate import Evaluation, answers_of, exact_match, token_f1
+from ragkit.llm import ChatModel
+from ragkit.reasoning import excerpts_text
+from ragkit.text import tokenize
+
+READER_INSTRUCTION = ("Answer the question from the passages. Reply with the short answer only (a number, a "
+                      "name, a place, a time or a short phrase taken from the passages), not a sentence.")
+# An invented rule, in no corpus of the course, so the example cannot leak a gold answer.
+HANDBOOK_EXAMPLE = [
+    {"role": "user", "content": "Passages:\n[1] Bicycle parking: Bicycles may be left in the basement rack "
+                                "from 07:00 to 21:00. Ask reception for a key card.\n[2] Car parking: The "
+                                "car park is reserved for visitors.\n\nQuestion: Until what time can I leave "
+                                "my bike in the basement?"},
+    {"role": "assistant", "content": "until 21:00"},
+]
+NO_PASSAGES = "(no passages)"
+_ANSWER_LEAD = re.compile(r"^\s*(?:(?:so\s*,?\s*)?the\s+)?(?:short\s+)?answer\b(?:\s+is)?\s*[:\-]?\s*", re.I)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The reader's short answer, the passages it was shown (as it saw them), and the call's wall time."""
+
+    answer: str
+    context: tuple[Hit, ...]
+    context_text: str
+    reply: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """The share of an answer's content words found in its context (None without content words), and the rest."""
+
+    share: float | None
+    unsupported: tuple[str, ...]
+
+
+def reader_prompt(question: str, hits: Sequence[Hit], *, examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE),
+                  max_chars: int = 500) -> list[dict]:
+    """The few-shot short-answer prompt over numbered passages (each cut at max_chars)."""
+    passages = excerpts_text(hits, max_chars=max_chars) if hits else NO_PASSAGES
+    return ([{"role": "system", "content": READER_INSTRUCTION}, *examples,
+             {"role": "user", "content": f"Passages:\n{passages}\n\nQuestion: {question}"}])
+
+
+def short_answer(text: str) -> str:
+    """The first line of a reply without an 'Answer:' lead, quotes or a final period."""
+    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
+    return _ANSWER_LEAD.sub("", line, count=1).strip().strip("\"'“”`*").rstrip(".").strip()
+
+
+def read(question: str, hits: Sequence[Hit], *, chat: ChatModel | None = None,
+         examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE), max_tokens: int = 32) -> Reading:
+    """The chat model's short answer to question from the passages hits. Taught in lessons/08_evaluation.ipynb."""
+    if not question or not question.strip():
+        raise ValueError("the question is empty")
+    chat = chat or models.chat_model()
+    prompt = reader_prompt(question, hits, examples=examples)
+    started = time.perf_counter()
+    reply = chat.chat(prompt, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
+    context_text = prompt[-1]["content"].removeprefix("Passages:\n").rsplit("\n\nQuestion:", 1)[0]
+    return Reading(short_answer(reply.text), tuple(hits), context_text, reply.text, time.perf_counter() - started)
+
+
+def content_words(text: str) -> list[str]:
+    """Lowercased, folded, stemmed word tokens without English stop words (CJK as bigrams)."""
+    return tokenize(text, fold=True, stem=True, stopwords=True)
+
+
+def groundedness(answer: str, context: str) -> Grounding:
+    """How much of answer the context supports: the share of its content words found there, and the others."""
+    words = list(dict.fromkeys(content_words(answer)))
+    if not words:
+        return Grounding(None, ())
+    known = set(content_words(context))
+    unsupported = tuple(word for word in words if word not in known)
+    return Grounding(1 - len(unsupported) / len(words), unsupported)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def evaluate_reader(context_of: Callable[[Question], Sequence[Hit]], gold: Sequence[Question], *,
+                    chat: ChatModel | None = None, examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE)) -> Evaluation:
+    """Give the reader context_of(question) for every gold question; mean exact match, token F1 and
+    groundedness (over the answers that have content words). Taught in lessons/08_evaluation.ipynb."""
+    if not gold:
+        raise ValueError("no gold questions to evaluate on")
+    chat = chat or models.chat_model()
+    rows = []
+    for question in gold:
+        started = time.perf_counter()
+        reading = read(question.query, list(context_of(question)), chat=chat, examples=examples)
+        grounding = groundedness(reading.answer, reading.context_text)
+        answers = answers_of(question)
+        rows.append({"id": question.id, "exact_match": exact_match(reading.answer, answers),
+                     "f1": token_f1(reading.answer, answers), "grounded": grounding.share,
+                     "unsupported": grounding.unsupported, "prediction": reading.answer,
+                     "context": tuple(hit.id for hit in reading.context), "seconds": time.perf_counter() - started})
+    shares = [row["grounded"] for row in rows if row["grounded"] is not None]
+    means = {"exact_match": _mean([row["exact_match"] for row in rows]), "f1": _mean([row["f1"] for row in rows]),
+             "grounded": _mean(shares)}
+    return Evaluation(means, tuple(rows), _mean([row["seconds"] for row in rows]))

@@ -1,0 +1,76 @@
+import pytest
+
+from ragkit.answering import (NO_PASSAGES, content_words, evaluate_reader, groundedness, read, reader_prompt,
+                              short_answer)
+from ragkit.corpus import Doc, Hit, Question
+from tests.fakes import ScriptedChat
+
+SICK = Hit(Doc("en-sick-02", "A doctor's note is needed after three consecutive days of sick leave.", "Sick notes"), 0.9)
+TRAVEL = Hit(Doc("en-travel-01", "Book trains through the travel portal.", "Travel"), 0.5)
+
+
+def question(qid="q01", answer="three consecutive days"):
+    return Question(qid, "How many sick days before a doctor's note?", ("en-sick-02",), answer=answer)
+
+
+def test_the_prompt_numbers_the_passages_after_one_worked_example():
+    prompt = reader_prompt("When?", [SICK, TRAVEL])
+    assert [m["role"] for m in prompt] == ["system", "user", "assistant", "user"]
+    assert "[1] Sick notes" in prompt[-1]["content"] and "[2] Travel" in prompt[-1]["content"]
+    assert prompt[-1]["content"].endswith("Question: When?")
+    assert NO_PASSAGES in reader_prompt("When?", [])[-1]["content"]
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Answer: three days.", "three days"), ('"until 21:00"\nmore text', "until 21:00"),
+    ("The answer is 25 days", "25 days"), ("", ""), ("\n\n  five \n", "five")])
+def test_short_answer_keeps_the_first_line_without_its_lead(reply, expected):
+    assert short_answer(reply) == expected
+
+
+def test_read_returns_the_short_answer_and_the_context_it_showed():
+    chat = ScriptedChat("Answer: after three consecutive days.")
+    reading = read("How many sick days before a note?", [SICK], chat=chat)
+    assert reading.answer == "after three consecutive days"
+    assert reading.context == (SICK,) and "three consecutive days" in reading.context_text
+    assert "Question:" not in reading.context_text
+    assert chat.calls[0][1]["temperature"] == 0.0 and chat.calls[0][1]["stop"] == ["\n"]
+    with pytest.raises(ValueError, match="empty"):
+        read("  ", [SICK], chat=chat)
+
+
+def test_groundedness_lists_the_words_the_context_does_not_have():
+    grounded = groundedness("three consecutive days", SICK.doc.text)
+    assert grounded.share == 1.0 and grounded.unsupported == ()
+    half = groundedness("five consecutive weeks", SICK.doc.text)
+    assert half.share == pytest.approx(1 / 3) and half.unsupported == ("five", "week")
+    assert groundedness("the", SICK.doc.text).share is None  # stop words only: nothing to check
+    assert groundedness("", "").unsupported == ()
+
+
+def test_content_words_fold_stem_and_drop_stop_words():
+    assert content_words("The Days of Tết") == ["day", "tet"]
+    assert content_words("年假") == ["年假"]
+
+
+def test_evaluate_reader_scores_answers_and_groundedness_per_question():
+    chat = ScriptedChat("three consecutive days", "the travel portal", "")
+    gold = [question("q01"), question("q02", answer="through the travel portal"), question("q03")]
+    contexts = {"q01": [SICK], "q02": [SICK], "q03": []}
+    result = evaluate_reader(lambda q: contexts[q.id], gold, chat=chat)
+    rows = {row["id"]: row for row in result.per_question}
+    assert rows["q01"]["exact_match"] == 1.0 and rows["q01"]["grounded"] == 1.0
+    assert rows["q02"]["exact_match"] == 0.0 and rows["q02"]["f1"] > 0.5
+    assert rows["q02"]["unsupported"] == ("travel", "portal") and rows["q02"]["grounded"] == 0.0
+    assert rows["q03"]["grounded"] is None and rows["q03"]["context"] == ()
+    assert result.means["grounded"] == 0.5  # over the two answers that have content words
+    assert result.means["exact_match"] == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="no gold questions"):
+        evaluate_reader(lambda q: [], [], chat=chat)
+
+
+@pytest.mark.model
+def test_the_real_reader_answers_from_the_passage(local_chat):
+    reading = read("After how many days of sick leave is a doctor's note needed?", [SICK], chat=local_chat)
+    assert reading.answer and "\n" not in reading.answer and reading.seconds > 0
+    assert groundedness(reading.answer, reading.context_text).share is not None
