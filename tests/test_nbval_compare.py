@@ -148,5 +148,15 @@ def test_the_sanitizer_hides_what_depends_on_the_machine(here, there):
     assert _sanitize(here) == _sanitize(there)
 
 
+def test_an_interval_keeps_its_ends_and_its_verdict_becomes_a_token():
+    here = "+ cross-encoder  -0.117 [-0.226, +0.001]     -0.131 [-0.243, -0.011]    mrr@5      \n"
+    there = "+ cross-encoder  -0.117 [-0.226, +0.001]     -0.131 [-0.243, -0.011]    ndcg@5, mrr@5\n"
+    assert _sanitize(here) == _sanitize(there) == (
+        "+ cross-encoder  -0.117 [-0.226, +0.001]     -0.131 [-0.243, -0.011]  <VERDICT>\n")
+    row = "05 parent-child  +0.054 [-0.018, +0.143]    +0.024 [-0.036, +0.081]  neither           11     6\n"
+    assert _sanitize(row) == "05 parent-child  +0.054 [-0.018, +0.143]    +0.024 [-0.036, +0.081]  <VERDICT>           11     6\n"
+    assert _sanitize("recall@5 and MRR\n[0.643 0.306 0.772]  done\n") == "recall@5 and MRR\n[0.643 0.306 0.772]  done\n"
+
+
 def test_the_sanitizer_keeps_what_is_data():
     assert _sanitize("/work/data/root/file 25 days\n") == "/work/data/root/file 25 days\n"
