@@ -6,7 +6,7 @@ only, after one worked example. Its answer is scored against the gold answer (ex
 for groundedness: the share of its content words that occur in the passages it was shown, the others
 listed. A grounded answer can still be wrong; an ungrounded one came from the model, not the context.
 
-Taught in lessons/08_evaluation.ipynb (section 7).
+Taught in lessons/08_evaluation.ipynb (section 6).
 """
 
 from __future__ import annotations
