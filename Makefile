@@ -49,7 +49,7 @@ $(WHEELHOUSE_DIR)/.complete: pyproject.toml constraints.txt
 	find $(WHEELHOUSE_DIR) -maxdepth 1 -type f -name 'torch-2.13.0*.whl' | grep .
 	touch $@
 
-# The course cross-encoder (lesson 04 shows how it is trained) is built here, once: ~2 min on 2 cores, then
+# The course cross-encoder (lesson 04 shows how it is trained) is built here, once: 3-6 min on 2 cores, then
 # cached under .cache/, so no lesson waits for it. Delete .cache/course-reranker-* to watch lesson 04 train it.
 reranker: $(STAMP)
 	$(BIN)/python -m ragkit.reranker_training
