@@ -85,6 +85,8 @@ notebooks: $(STAMP) reranker
 # lessons with the chat model's seed changed, so that its replies differ. The model store of `make notebooks`
 # is reused: a chat reply depends only on its request, and perturbed vectors and scores are stored apart.
 PORTABLE := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_THREADS=1 RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
+# one thread runs a cell that misses the model store at about half the speed: twice the cell time limit
+PORTABLE_NBVAL := $(subst --nbval-cell-timeout=600,--nbval-cell-timeout=1200,$(NBVAL))
 PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb solutions/$(n).ipynb)
 RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb \
 	lessons/09_specialists.ipynb
@@ -92,8 +94,8 @@ PORTABLE_STORE := .cache/portable-qdrant
 test-portable: $(STAMP) reranker
 	rm -rf $(PORTABLE_STORE)
 	$(PORTABLE) HARNESS_EMBEDDING_NOISE=1e-2 HARNESS_SCORE_NOISE=1e-3 RAGKIT_STORE=$(CURDIR)/$(PORTABLE_STORE) \
-	  $(BIN)/python -m pytest $(NBVAL) $(PERTURBED) -q
-	$(PORTABLE) HARNESS_CHAT_SEED=7 $(BIN)/python -m pytest $(NBVAL) $(RESEEDED) -q
+	  $(BIN)/python -m pytest $(PORTABLE_NBVAL) $(PERTURBED) -q
+	$(PORTABLE) HARNESS_CHAT_SEED=7 $(BIN)/python -m pytest $(PORTABLE_NBVAL) $(RESEEDED) -q
 
 # The offline install as a room without network gets it: a fresh venv filled by `make install WHEELHOUSE=...` from
 # the wheelhouse alone (made first if absent), with none of this machine's pip settings or cache, and in a network
