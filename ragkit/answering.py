@@ -56,10 +56,15 @@ class Grounding:
     unsupported: tuple[str, ...]
 
 
+def passages_text(hits: Sequence[Hit], *, max_chars: int = 500) -> str:
+    """The passages as the reader sees them: numbered, each cut at max_chars."""
+    return excerpts_text(hits, max_chars=max_chars) if hits else NO_PASSAGES
+
+
 def reader_prompt(question: str, hits: Sequence[Hit], *, examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE),
                   max_chars: int = 500) -> list[dict]:
     """The few-shot short-answer prompt over numbered passages (each cut at max_chars)."""
-    passages = excerpts_text(hits, max_chars=max_chars) if hits else NO_PASSAGES
+    passages = passages_text(hits, max_chars=max_chars)
     return ([{"role": "system", "content": READER_INSTRUCTION}, *examples,
              {"role": "user", "content": f"Passages:\n{passages}\n\nQuestion: {question}"}])
 
@@ -79,8 +84,7 @@ def read(question: str, hits: Sequence[Hit], *, chat: ChatModel | None = None,
     prompt = reader_prompt(question, hits, examples=examples)
     started = time.perf_counter()
     reply = chat.chat(prompt, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
-    context_text = prompt[-1]["content"].removeprefix("Passages:\n").rsplit("\n\nQuestion:", 1)[0]
-    return Reading(short_answer(reply.text), tuple(hits), context_text, reply.text, time.perf_counter() - started)
+    return Reading(short_answer(reply.text), tuple(hits), passages_text(hits), reply.text, time.perf_counter() - started)
 
 
 def content_words(text: str) -> list[str]:
