@@ -13,19 +13,35 @@ RRF_K = 60  # the constant of Cormack et al. (2009); it damps the weight of the 
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], *, k: int = RRF_K,
-                           limit: int | None = None) -> list[Hit]:
-    """Score each doc by the sum of 1/(k + rank) over the lists; ties go to the earlier first sighting."""
+                           limit: int | None = None, weights: Sequence[float] | None = None) -> list[Hit]:
+    """Score each doc by the sum of weight/(k + rank) over the lists (every weight 1 unless given); ties go
+    to the earlier first sighting."""
     if k < 0:
         raise ValueError(f"the RRF constant k must be 0 or more, got {k}")
+    weights = _checked_weights(weights, len(rankings))
     scores: dict[str, float] = {}
     docs = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights):
+        if weight == 0:
+            continue  # a leg weighted 0 is left out, not merely outranked
         for rank, hit in enumerate(ranking, start=1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (k + rank)
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank)
             docs.setdefault(hit.id, hit.doc)
     first_seen = {doc_id: i for i, doc_id in enumerate(docs)}
     order = sorted(scores, key=lambda doc_id: (-scores[doc_id], first_seen[doc_id]))
     return [Hit(docs[doc_id], scores[doc_id]) for doc_id in order[:limit]]
+
+
+def _checked_weights(weights: Sequence[float] | None, rankings: int) -> list[float]:
+    """One weight of 0 or more a ranking (all 1 when none are given)."""
+    if weights is None:
+        return [1.0] * rankings
+    weights = [float(w) for w in weights]
+    if len(weights) != rankings:
+        raise ValueError(f"give one weight a ranking: {len(weights)} weights for {rankings} rankings")
+    if any(not w >= 0 for w in weights):
+        raise ValueError(f"RRF weights must be 0 or more, got {weights}")
+    return weights
 
 
 def interleave(rankings: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:

@@ -62,3 +62,22 @@ def test_lead_then_interleave_keeps_the_leads_top_then_fills_from_the_others():
     assert [h.id for h in lead_then_interleave(lead, others, 2, first=3)] == ["q1", "q2"]
     with pytest.raises(ValueError, match="first"):
         lead_then_interleave(lead, others, 5, first=-1)
+
+
+def test_weighted_rrf_lets_the_heavier_list_lead():
+    fused = reciprocal_rank_fusion([hits("a", "b"), hits("b", "a")], weights=[1, 2])
+    assert [h.id for h in fused] == ["b", "a"]
+    assert fused[0].score == pytest.approx(2 / 61 + 1 / 62)
+
+
+def test_weights_of_one_are_plain_rrf_and_a_weight_of_zero_drops_its_list():
+    lists = [hits("a", "b"), hits("c", "a")]
+    assert reciprocal_rank_fusion(lists, weights=[1, 1]) == reciprocal_rank_fusion(lists)
+    assert [h.id for h in reciprocal_rank_fusion(lists, weights=[1, 0])] == ["a", "b"]
+
+
+@pytest.mark.parametrize("weights, message", [([1], "one weight a ranking"), ([1, -1], "0 or more"),
+                                               ([1, float("nan")], "0 or more")])
+def test_bad_weights_are_clear_errors(weights, message):
+    with pytest.raises(ValueError, match=message):
+        reciprocal_rank_fusion([hits("a"), hits("b")], weights=weights)
