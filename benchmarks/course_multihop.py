@@ -19,13 +19,13 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
-from harness import StageRecorder, write_result
+from harness import StageRecorder, significance, write_result
 
 from ragkit import models
 from ragkit.corpus import DATA_DIR, Hit, load_docs, load_questions
 from ragkit.cot_rag import decompose
 from ragkit.dense import DenseIndex, HybridIndex
-from ragkit.evaluate import evaluate_pipeline, table_rows
+from ragkit.evaluate import Evaluation, evaluate_pipeline, table_rows
 from ragkit.follow_up import follow_up_search
 from ragkit.fusion import interleave, reciprocal_rank_fusion
 from ragkit.lexical import BM25Index
@@ -60,11 +60,20 @@ def iterative(search, chat, questions, *, append_question: bool) -> tuple[dict[s
     return interleaved, fused, (time.perf_counter() - started) / len(questions)
 
 
-def rows_for(runs: Mapping[str, tuple[Mapping[str, list[Hit]], float]], questions) -> list[dict]:
+BASES = ("question alone", "iterative, no model (lesson 06)")  # every pipeline's gain is given over these
+METRICS = (f"all_gold@{BUDGET}", f"recall@{BUDGET}")
+
+
+def scored(runs: Mapping[str, tuple[Mapping[str, list[Hit]], float]], questions) -> dict[str, Evaluation]:
+    """Each pipeline's evidence scored per question: all-gold@5 and recall@5."""
+    return {name: evaluate_pipeline(lambda query, k, e=evidence: e[query][:k], questions,
+                                    metrics=("all_gold", "recall"), ks=(BUDGET,))
+            for name, (evidence, _) in runs.items()}
+
+
+def rows_for(runs: Mapping[str, tuple[Mapping[str, list[Hit]], float]],
+             results: Mapping[str, Evaluation]) -> list[dict]:
     """One table row per pipeline: all-gold@5, recall@5 and ms per question."""
-    results = {name: evaluate_pipeline(lambda query, k, e=evidence: e[query][:k], questions,
-                                       metrics=("all_gold", "recall"), ks=(BUDGET,))
-               for name, (evidence, _) in runs.items()}
     rows = table_rows(results)
     for row, (_, seconds) in zip(rows, runs.values()):
         row["ms/question"] = round(seconds * 1000)
@@ -102,8 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs[f"CoT-RAG self-ask ({how}), {label}"] = (interleaved, seconds)
             runs[f"CoT-RAG self-ask ({how}), RRF with the question's ranking, {label}"] = (fused, seconds)
     name = "course-multihop" + ("-no-specialist" if args.no_specialist else "")
-    write_result(name, rows_for(runs, questions), rec, {"budget": BUDGET, "max_steps": MAX_STEPS,
-                                                        "questions": len(questions)})
+    results = scored(runs, questions)
+    write_result(name, rows_for(runs, results), rec, {"budget": BUDGET, "max_steps": MAX_STEPS,
+                                                      "questions": len(questions)},
+                 gains=significance(results, BASES, METRICS))
     return 0
 
 

@@ -27,9 +27,10 @@ import numpy as np
 from ragkit import config
 from ragkit.corpus import Doc, Hit, Question, Search, passage_text, read_jsonl
 from ragkit.errors import CorpusError, EmptyQueryError
-from ragkit.evaluate import format_table
+from ragkit.evaluate import Evaluation, format_table
 from ragkit.lexical import BM25Index
 from ragkit.model_cache import EMBEDDINGS_DIR, EmbeddingCache
+from ragkit.significance import gain_rows
 
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = PROJECT / "benchmarks" / "results"
@@ -346,6 +347,24 @@ def result_name(base: str, *, subset: bool, skip_llm: bool) -> str:
     return base + ("-retrieval" if skip_llm else "") + ("-subset" if subset else "")
 
 
+def per_question_run(values: Mapping[str, Mapping[str, float]]) -> Evaluation:
+    """An Evaluation of one rung from {question id: {metric: value}} (question order kept), for the bootstrap."""
+    if not values:
+        raise ValueError("a rung needs per-question values for at least one question")
+    rows = tuple({"id": qid, **{metric: float(v) for metric, v in scores.items()}} for qid, scores in values.items())
+    metrics = list(rows[0])[1:]
+    return Evaluation({metric: float(np.mean([row[metric] for row in rows])) for metric in metrics}, rows)
+
+
+def significance(runs: Mapping[str, Evaluation], bases: Sequence[str], metrics: Sequence[str]) -> dict:
+    """Each rung's gain over each base, with its paired bootstrap 95% interval (ragkit.significance), and
+    the per-question values it was computed from, for a result file's "significance" entry."""
+    rows = [{"over": base, **row} for base in bases for row in gain_rows(runs, base, metrics, label="rung")]
+    return {"bases": list(bases), "metrics": list(metrics), "gains": rows,
+            "per_question": {name: [{key: row[key] for key in ("id", *metrics)} for row in run.per_question]
+                             for name, run in runs.items()}}
+
+
 def _jsonable(value):
     """numpy numbers and arrays, paths and dataclasses as JSON values."""
     if isinstance(value, np.generic):
@@ -360,13 +379,17 @@ def _jsonable(value):
 
 
 def write_result(name: str, table_rows: Sequence[dict], stages: Sequence[Stage] | StageRecorder,
-                 extra: Mapping | None = None, *, results_dir: Path = RESULTS_DIR) -> Path:
-    """Write results/<name>.json (environment, rows, stages, extra), print the tables, return the path."""
+                 extra: Mapping | None = None, *, results_dir: Path = RESULTS_DIR,
+                 gains: Mapping | None = None) -> Path:
+    """Write results/<name>.json (environment, rows, stages, extra and the significance() of the gains),
+    print the tables, return the path."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise ValueError(f"a result name is a plain file name (letters, digits, _ . -), got {name!r}")
     stages = stages.stages if isinstance(stages, StageRecorder) else list(stages)
     record = {"name": name, "environment": environment(), "rows": list(table_rows),
               "stages": [asdict(s) for s in stages], "extra": dict(extra or {})}
+    if gains is not None:
+        record["significance"] = dict(gains)
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / f"{name}.json"
     partial = path.with_suffix(".json.tmp")
@@ -374,6 +397,10 @@ def write_result(name: str, table_rows: Sequence[dict], stages: Sequence[Stage] 
     partial.replace(path)
     print(format_table(list(table_rows)))
     print()
+    if gains is not None:
+        print("gains, paired bootstrap 95% intervals over the same questions:")
+        print(format_table(gains["gains"]))
+        print()
     print(format_table(stage_rows(stages)))
     if stages:
         slowest = max(stages, key=lambda s: s.seconds)

