@@ -387,6 +387,7 @@ def run_ladder(data: BeirData, folder: Path, args, rec: StageRecorder, *,
     runs[hybrid] = fuse([runs["BM25"], runs["MiniLM-L6 (dense)"]], rec, "hybrid")
     if args.e5:
         hybrid = three_leg_rungs(runs, data, folder, bm25, minilm, args, rec, info)
+    info["pipeline"] = hybrid  # the first stage the cross-encoders rerank and the target judges
     reranker, report = course_cross_encoder(rec, args.threads)
     info["course_cross_encoder"] = asdict(report)
     add_reranked(runs, hybrid, "course CE", questions, reranker, args.rerank_depth, rec)
@@ -438,14 +439,17 @@ def add_reranked(runs: dict[str, Run], base: str, label: str, questions: Sequenc
                                                                      query_seconds=reranked.seconds)
 
 
-def notes(rows: Sequence[dict], is_subset: bool) -> str:
-    """Published reference points and where the best rung stands against the target."""
+def notes(rows: Sequence[dict], is_subset: bool, pipeline: str) -> str:
+    """Published reference points, and where the pipeline (the fusion chosen without the test claims) and the
+    best rung stand against the target; only the pipeline is judged, as picking the best test row would tune
+    on the test."""
+    scores = {row["rung"]: row["nDCG@10"] for row in rows}
     best = max(rows, key=lambda row: row["nDCG@10"])
     verdict = ("not judged on a subset" if is_subset
-               else "meets the target" if best["nDCG@10"] >= TARGET else "below the target")
+               else "meets the target" if scores[pipeline] >= TARGET else "below the target")
     lines = ["published SciFact test nDCG@10: " + "; ".join(f"{k} {v}" for k, v in REFERENCES.items()),
-             f"target for the best offline pipeline: >= {TARGET:.2f}; best here: {best['rung']} "
-             f"{best['nDCG@10']:.3f} ({verdict})"]
+             f"target for the best offline pipeline: >= {TARGET:.2f}; the pipeline here: {pipeline} "
+             f"{scores[pipeline]:.3f} ({verdict}); the best row: {best['rung']} {best['nDCG@10']:.3f}"]
     if is_subset:
         lines.append("SUBSET RUN: fewer docs make retrieval easier; do not compare with the published numbers")
     return "\n".join(lines)
@@ -474,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          ["nDCG@10"])
     write_result("scifact-subset" if is_subset else "scifact", rows, rec, extra, results_dir=args.results_dir,
                  gains=gains)
-    print(notes(rows, is_subset))
+    print(notes(rows, is_subset, info["pipeline"]))
     return 0
 
 
