@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import (ExactDense, StageRecorder, bm25_search, data_folder, encode_corpus, per_question_run,
-                     significance, write_result)
+from harness import (RESULTS_DIR, ExactDense, StageRecorder, bm25_search, data_folder, encode_corpus,
+                     per_question_run, significance, write_result)
 from hotpotqa import CORPUS_FILE, QUESTIONS_FILE, load_hotpotqa
 from self_ask_tuning import TRAIN_CORPUS, TRAIN_QUESTIONS, load_train100
 
@@ -230,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Choose on train100, score once on dev500, print and write results/hotpotqa-fusion.json."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
     args = parser.parse_args(argv)
     folder = data_folder(args.data, "hotpotqa", (QUESTIONS_FILE, CORPUS_FILE, TRAIN_QUESTIONS, TRAIN_CORPUS))
     rec = StageRecorder()
@@ -255,7 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              "dev_paragraphs": len(dev_docs), "budget": BUDGET, "depth": DEPTH, "embedder": models.embedder().name,
              "ms_note": "both searches (query encoding included) plus the fusion; link lists precomputed per paragraph",
              "train100_settings_best_first": tried}
-    write_result("hotpotqa-fusion", table(values, dev, seconds), rec, extra, gains=gains)
+    write_result("hotpotqa-fusion", table(values, dev, seconds), rec, extra, results_dir=args.results_dir,
+                 gains=gains)
     return 0
 
 

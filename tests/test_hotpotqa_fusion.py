@@ -82,3 +82,44 @@ def test_per_question_values_score_all_gold_and_recall():
     question = Question("b1", "q", ("p0", "p1"))
     assert fusion.per_question_values(hits("p0", "p3"), question) == {"all gold": 0.0, "gold recall": 0.5}
     assert fusion.per_question_values(hits("p1", "p0"), question) == {"all gold": 1.0, "gold recall": 1.0}
+
+
+def write_hotpot(folder: Path) -> None:
+    """dev500 and train100 files in their layouts, both over the same five paragraphs."""
+    import json
+
+    folder.mkdir()
+    (folder / fusion.CORPUS_FILE).write_text("".join(json.dumps({"_id": d.id, "title": d.title, "text": d.text}) + "\n"
+                                                     for d in DOCS))
+    dev = [{"id": "b1", "question": "Which actress starred in Kiss and Tell?", "answer": "Shirley Temple",
+            "supporting_pids": ["p0", "p1"], "type": "bridge"},
+           {"id": "c1", "question": "Is Temple Bar in Dublin, and is It a novel?", "answer": "yes",
+            "supporting_pids": ["p2", "p3"], "type": "comparison"}]
+    (folder / fusion.QUESTIONS_FILE).write_text("".join(json.dumps(row) + "\n" for row in dev))
+    (folder / fusion.TRAIN_CORPUS).write_text("".join(json.dumps({"_id": d.id, "title": d.title,
+                                                                  "sentences": [d.text]}) + "\n" for d in DOCS))
+    train = [{"_id": "t1", "question": "Who starred in the 1945 comedy film?", "answer": "Shirley Temple",
+              "type": "bridge", "supporting_facts": [["Kiss and Tell (1945 film)", 0], ["Shirley Temple", 0]]},
+             {"_id": "t2", "question": "Which is in Dublin, Temple Bar or Templeton?", "answer": "Temple Bar",
+              "type": "comparison", "supporting_facts": [["Temple Bar", 0], ["Templeton", 0]]}]
+    (folder / fusion.TRAIN_QUESTIONS).write_text(json.dumps(train))
+
+
+def test_a_whole_run_chooses_on_train_and_scores_dev_with_gains_over_the_hybrid(tmp_path, monkeypatch):
+    import json
+
+    import harness
+    from ragkit import models
+    from tests.fakes import HashingEmbedder
+
+    write_hotpot(tmp_path / "hotpotqa")
+    monkeypatch.setattr(harness, "CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setattr(models, "embedder", lambda *a, **k: HashingEmbedder())
+    assert fusion.main(["--data", str(tmp_path / "hotpotqa"), "--results-dir", str(tmp_path / "results")]) == 0
+    result = json.loads((tmp_path / "results" / "hotpotqa-fusion.json").read_text())
+    rungs = [row["rung"] for row in result["rows"]]
+    assert rungs[:3] == ["BM25 alone", "dense e5 alone", fusion.HYBRID] and rungs[-1].startswith("chosen on train100")
+    assert all(row["questions"] == 2 for row in result["rows"])
+    assert len(result["extra"]["train100_settings_best_first"]) == len(fusion.grid())
+    assert result["significance"]["bases"] == [fusion.HYBRID]
+    assert [row["id"] for row in result["significance"]["per_question"]["BM25 alone"]] == ["b1", "c1"]
