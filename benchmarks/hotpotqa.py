@@ -335,12 +335,12 @@ def evidence_values(evidence: Mapping[str, Sequence[str]], questions: Sequence[Q
 
 def evidence_scores(evidence: Mapping[str, Sequence[str]], questions: Sequence[Question]) -> dict:
     """All gold (overall and per type), mean gold recall and mean evidence size; evidence[qid] = ids."""
-    recall = {q.id: supporting_evidence_recall(evidence[q.id], q.relevant) for q in questions}
+    values = evidence_values(evidence, questions)
     return {"questions": len(questions),
-            "all gold": _mean(float(recall[q.id] == 1.0) for q in questions),
-            "bridge": _mean(float(recall[q.id] == 1.0) for q in questions if type_of(q) == "bridge"),
-            "comparison": _mean(float(recall[q.id] == 1.0) for q in questions if type_of(q) == "comparison"),
-            "gold recall": _mean(recall.values()),
+            "all gold": _mean(values[q.id]["all gold"] for q in questions),
+            "bridge": _mean(values[q.id]["all gold"] for q in questions if type_of(q) == "bridge"),
+            "comparison": _mean(values[q.id]["all gold"] for q in questions if type_of(q) == "comparison"),
+            "gold recall": _mean(values[q.id]["gold recall"] for q in questions),
             "paragraphs": _mean(len(set(evidence[q.id])) for q in questions)}
 
 

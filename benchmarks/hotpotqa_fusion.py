@@ -27,12 +27,11 @@ from pathlib import Path
 
 from harness import (RESULTS_DIR, ExactDense, StageRecorder, bm25_search, data_folder, encode_corpus,
                      per_question_run, significance, write_result)
-from hotpotqa import CORPUS_FILE, QUESTIONS_FILE, load_hotpotqa
+from hotpotqa import CORPUS_FILE, QUESTIONS_FILE, evidence_values, load_hotpotqa
 from self_ask_tuning import TRAIN_CORPUS, TRAIN_QUESTIONS, load_train100
 
 from ragkit import models
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.evaluate import supporting_evidence_recall
 from ragkit.fusion import RRF_K, reciprocal_rank_fusion
 from ragkit.lexical import BM25Index
 from ragkit.text import search_tokenize
@@ -108,7 +107,7 @@ def linked_ranking(top: Sequence[Hit], links: Links, dense_rank: Mapping[str, in
         for doc in links.mentioned(hit.doc):
             if doc.id not in seen:
                 linked.setdefault(doc.id, doc)
-    order = sorted(linked, key=lambda doc_id: (dense_rank.get(doc_id, DEPTH), list(linked).index(doc_id)))
+    order = sorted(linked, key=lambda doc_id: dense_rank.get(doc_id, DEPTH))  # stable: ties keep mention order
     return [Hit(linked[doc_id], 0.0) for doc_id in order]
 
 
@@ -137,8 +136,7 @@ def evidence(legs: Legs, setting: Setting, links: Links) -> list[Hit]:
 
 def per_question_values(hits: Sequence[Hit], question: Question) -> dict[str, float]:
     """all-gold@5 (1 if every gold paragraph is among the hits) and the share of gold found."""
-    recall = supporting_evidence_recall([hit.id for hit in hits], question.relevant)
-    return {"all gold": float(recall == 1.0), "gold recall": recall}
+    return evidence_values({question.id: [hit.id for hit in hits]}, [question])[question.id]
 
 
 def scores(legs: Mapping[str, Legs], questions: Sequence[Question], setting: Setting, links: Links) -> dict:
@@ -163,14 +161,12 @@ def balanced(values: Mapping[str, Mapping[str, float]], questions: Sequence[Ques
 # --- data, retrievers, the choice and the rungs -----------------------------------------------------------
 
 
-def retrieve(docs: Sequence[Doc], questions: Sequence[Question], rec: StageRecorder,
+def retrieve(docs: Sequence[Doc], questions: Sequence[Question], embedder, rec: StageRecorder,
              label: str) -> tuple[dict[str, Legs], dict[str, float]]:
     """Each question's BM25 and dense rankings over the docs (passage vectors from the cache), and the
     seconds per question each leg's search took (query encoding included)."""
     with rec.stage(f"{label}: BM25 index", items=len(docs)):
         bm25 = bm25_search(BM25Index(docs, tokenizer=search_tokenize))
-    with rec.stage(f"{label}: load embedder"):
-        embedder = models.embedder()
     passages, _ = encode_corpus(embedder, docs, rec, f"{label} dense")
     dense = ExactDense(docs, passages, embedder)
     rankings, seconds = {}, {}
@@ -240,11 +236,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with rec.stage("load train100 and dev500"):
         train, train_docs = load_train100(folder)
         dev, dev_docs = load_hotpotqa(Path(folder))
-    train_legs, _ = retrieve(train_docs, train, rec, "train100")
+    with rec.stage("load embedder"):
+        embedder = models.embedder()
+    train_legs, _ = retrieve(train_docs, train, embedder, rec, "train100")
     chosen, tried = choose(train_legs, train, Links(train_docs), rec)
     print(f"chosen on train100: {chosen} (type-balanced all-gold@5 {tried[0]['balanced all gold']:.3f})",
           file=sys.stderr)
-    dev_legs, leg_seconds = retrieve(dev_docs, dev, rec, "dev500")
+    dev_legs, leg_seconds = retrieve(dev_docs, dev, embedder, rec, "dev500")
     with rec.stage("dev500: find the titles each paragraph mentions", items=len(dev_docs)):
         links = Links(dev_docs)
         for doc in dev_docs:
@@ -259,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "train_questions": len(train), "train_paragraphs": len(train_docs), "dev_questions": len(dev),
              "dev_paragraphs": len(dev_docs),
              "dev_titles_mentioned_per_paragraph": sum(len(links.mentioned(doc)) for doc in dev_docs) / len(dev_docs),
-             "budget": BUDGET, "depth": DEPTH, "embedder": models.embedder().name,
+             "budget": BUDGET, "depth": DEPTH, "embedder": embedder.name,
              "ms_note": "the searches a rung uses (query encoding included) plus its fusion; the titles each paragraph "
                         "mentions are found once, at indexing (stage 'dev500: find the titles ...')",
              "train100_settings_best_first": tried}
