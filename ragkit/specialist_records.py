@@ -301,7 +301,13 @@ def read_json(path: str | Path):
 def source_files(job: str, *, root: str | Path | None = None) -> dict[str, Path]:
     """The evaluation-data files a job's records are built from, by name."""
     root = Path(root) if root else evaldata_dir()
-    return {name: root / SOURCES[name] for name in JOB_SOURCES[job]}
+    files = {name: root / SOURCES[name] for name in JOB_SOURCES[job]}
+    missing = [SOURCES[name] for name, path in files.items() if not path.is_file()]
+    if missing:
+        raise CorpusError(f"the {job} records are built from evaluation data that is not under {root}: "
+                          f"{', '.join(missing)}; set RAGKIT_EVALDATA to the folder that holds them "
+                          "(default: shared/evaldata beside the course folder; README, Settings)")
+    return files
 
 
 def build_records(job: str, *, root: str | Path | None = None, seed: int = 0) -> tuple[list[dict], dict]:

@@ -8,7 +8,7 @@ import torch
 
 from ragkit import specialists
 from ragkit.corpus import Doc
-from ragkit.errors import ConfigError, ModelNotFound
+from ragkit.errors import ConfigError, CorpusError, ModelNotFound
 from ragkit.finetune import FineTuneConfig
 from ragkit.lexical import BM25Index
 from ragkit.specialist_records import (MAX_STEPS, SYSTEMS, answerer_records, balance, build_records,
@@ -149,6 +149,12 @@ def test_build_records_reads_the_files_and_names_a_broken_one(tmp_path):
     (root / "strategyqa" / "dev200_qids.json").write_text("[not json")
     with pytest.raises(ValueError, match="dev200_qids.json"):
         build_records("decomposer", root=root)
+
+
+def test_build_records_names_missing_evaluation_data_and_the_setting(tmp_path):
+    with pytest.raises(CorpusError, match="RAGKIT_EVALDATA") as caught:
+        build_records("decomposer", root=tmp_path / "nowhere")
+    assert "musique/dev_decompositions.json" in str(caught.value) and str(tmp_path / "nowhere") in str(caught.value)
 
 
 # --- reading replies and scoring ----------------------------------------------------------------------------
