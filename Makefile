@@ -85,9 +85,9 @@ notebooks: $(STAMP) reranker
 # lessons with the chat model's seed changed, so that its replies differ. The perturbed run is on one thread, as
 # are lesson 09's reseeded cells: on the default two, its fine-tuning cell ran 3x slower beside the loaded chat
 # model and once returned an output field the committed run does not have (2026-12-01). Lessons 03, 06 and 07
-# have no training cell and run reseeded on the default threads, in about half the time. The model store of
-# `make notebooks` is reused: a chat reply depends only on its request, and perturbed vectors and scores are
-# stored apart.
+# have no training cell and run reseeded on the default threads (547 s on a fresh clone, README). The model
+# store of `make notebooks` is reused: a chat reply depends only on its request, and perturbed vectors and
+# scores are stored apart.
 PORTABLE_ENV := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
 PORTABLE := $(PORTABLE_ENV) RAGKIT_THREADS=1
 # one thread runs a cell that misses the model store at about half the speed: twice the cell time limit

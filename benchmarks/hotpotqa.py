@@ -327,10 +327,15 @@ def _mean(values: Iterable[float]) -> float | str:
     return float(np.mean(values)) if values else ""
 
 
+def evidence_value(ids: Sequence[str], question: Question) -> dict[str, float]:
+    """One question's all gold (1 if every gold paragraph is among the ids, else 0) and share of gold found."""
+    recall = supporting_evidence_recall(ids, question.relevant)
+    return {"all gold": float(recall == 1.0), "gold recall": recall}
+
+
 def evidence_values(evidence: Mapping[str, Sequence[str]], questions: Sequence[Question]) -> dict[str, dict]:
-    """Per question id: all gold (1 or 0) and the share of gold found; evidence[qid] = ids."""
-    recall = {q.id: supporting_evidence_recall(evidence[q.id], q.relevant) for q in questions}
-    return {q.id: {"all gold": float(recall[q.id] == 1.0), "gold recall": recall[q.id]} for q in questions}
+    """Per question id: evidence_value of its ids; evidence[qid] = ids."""
+    return {q.id: evidence_value(evidence[q.id], q) for q in questions}
 
 
 def evidence_scores(evidence: Mapping[str, Sequence[str]], questions: Sequence[Question]) -> dict:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from harness import (RESULTS_DIR, ExactDense, StageRecorder, bm25_search, data_folder, encode_corpus,
                      per_question_run, significance, write_result)
-from hotpotqa import CORPUS_FILE, QUESTIONS_FILE, evidence_values, load_hotpotqa
+from hotpotqa import CORPUS_FILE, QUESTIONS_FILE, evidence_value, load_hotpotqa
 from self_ask_tuning import TRAIN_CORPUS, TRAIN_QUESTIONS, load_train100
 
 from ragkit import models
@@ -136,7 +136,7 @@ def evidence(legs: Legs, setting: Setting, links: Links) -> list[Hit]:
 
 def per_question_values(hits: Sequence[Hit], question: Question) -> dict[str, float]:
     """all-gold@5 (1 if every gold paragraph is among the hits) and the share of gold found."""
-    return evidence_values({question.id: [hit.id for hit in hits]}, [question])[question.id]
+    return evidence_value([hit.id for hit in hits], question)
 
 
 def scores(legs: Mapping[str, Legs], questions: Sequence[Question], setting: Setting, links: Links) -> dict:
