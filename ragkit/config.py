@@ -69,8 +69,8 @@ def cache_dir(*, environ: dict | None = None) -> Path:
 
 
 def evaldata_dir(*, environ: dict | None = None) -> Path:
-    """The benchmarks' evaluation data root: RAGKIT_EVALDATA, else <project>/../shared/evaldata."""
-    return _folder("RAGKIT_EVALDATA", PROJECT_DIR.parent / "shared" / "evaldata", environ)
+    """The public evaluation and training data root: RAGKIT_EVALDATA, else <project>/data/benchmarks."""
+    return _folder("RAGKIT_EVALDATA", PROJECT_DIR / "data" / "benchmarks", environ)
 
 
 def hub_offline(*, environ: dict | None = None) -> bool:
