@@ -1,12 +1,13 @@
-"""nbval settings for lessons/ and solutions/: how each cell's output is compared (tests/nbval_compare.py),
-and stderr (progress bars, warnings) is not compared."""
+"""nbval settings for lessons/ and solutions/: how each cell's output is compared (tests/nbval_compare.py:
+cell_tolerances reads the cell's marker, comparison_in_run decides what a chat cell gets in this run, texts_match
+compares), and stderr (progress bars, warnings) is not compared."""
 
 from __future__ import annotations
 
-import pytest
+import os
 
 from tests import chat_fingerprint
-from tests.nbval_compare import CHAT, EXACT, cell_tolerances, texts_match
+from tests.nbval_compare import EXACT, cell_tolerances, comparison_in_run, texts_match
 
 _not_compared: list[str] = []  # chat cells left to their invariants because the chat model replies differently
 
@@ -27,10 +28,11 @@ def pytest_configure(config):
 
 def _compare_outputs(exact_compare):
     def compare_outputs(cell, test, ref, skip_compare=None):
-        kind, *tolerances = cell_tolerances(cell.cell.source)
+        marked, *tolerances = cell_tolerances(cell.cell.source)
+        kind = comparison_in_run(marked, os.environ, chat_fingerprint.replies_as_recorded)
         if kind == EXACT:
             return exact_compare(cell, test, ref, skip_compare)
-        if kind == CHAT and not chat_fingerprint.replies_as_recorded():
+        if kind is None:
             _not_compared.append(cell.reportinfo()[2])
             return True
         return _compare_with_tolerance(cell, test, ref, kind, tolerances, skip_compare)
