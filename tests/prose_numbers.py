@@ -31,16 +31,12 @@ Matching
 - A written number x with d decimals matches y when |x - y| <= half a unit of its last digit (0.47 matches
   0.467; 0.46 does not; 56 matches 56 and 55.6). A percentage p% matches y = p/100 at two more decimals
   (77% matches 0.77 and 0.774) and matches p itself (an output that printed 77%).
-- When y is printed by a cell with a model marker (NBVAL_MODEL_NUMBERS, NBVAL_MODEL_COUNTS, NBVAL_CHAT_OUTPUT),
-  x also matches within that cell's tolerance, the one its output is compared with (cell_tolerances in
-  tests/nbval_compare.py): decimals within the decimal tolerance (absolute in [-1, 1], relative outside), and
-  whole numbers within the count tolerance in COUNTS and CHAT cells (NUMBERS cells compare whole numbers
-  exactly, so precision only); as in the comparison, a tolerance never bridges a decimal and a whole number.
-  Numbers in code sources match at written precision only.
+- The same in every cell, model-marked or not: prose quotes the committed outputs, which are what this guard
+  reads, so the tolerance a cell's output is compared with (tests/nbval_compare.py) lends nothing to its prose
+  (0.87 does not match a printed 0.80 of a cell marked ±0.07, nor 28 a printed 30 of a NBVAL_MODEL_COUNTS cell).
 - What this cannot see: which output a sentence means. A number passes if any output or code of its notebook
-  agrees with it: 0.3 agrees with anything in [0.25, 0.35], a decimal within ±0.02 of any model number passes,
-  and a chat model's free text is an output like another (a rewrite that invents "14 days" is evidence for a
-  14). The guard catches numbers that appear nowhere, not every misquoted one.
+  agrees with it at its precision: 0.3 agrees with anything in [0.25, 0.35], and a chat model's free text is
+  an output like another (a rewrite that invents "14 days" is evidence for a 14). The guard catches numbers that appear nowhere, not every misquoted one.
 - A number written with a sign must match a y of that sign; one written without a sign may match -y (prose
   says "falls by 0.036" of a printed -0.036).
 
@@ -66,7 +62,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.nbval_compare import _NUMBER, CHAT, COUNTS, EXACT, Tolerance, cell_tolerances
+from tests.nbval_compare import _NUMBER
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(ROOT.glob("lessons/*.ipynb")) + sorted(ROOT.glob("solutions/*.ipynb"))
@@ -114,22 +110,12 @@ class Written:
         return (not self.signed and not self.percent and self.half_unit == 0.5 and 0 <= self.value <= 10
                 and re.fullmatch(r"±?\d+", self.text) is not None)
 
-    def readings(self) -> list[tuple[float, float, bool]]:
-        """(value, half unit, whole) for each value this number may stand for: 77% is 0.77 and 77."""
-        whole = re.fullmatch(r"[-+−±]?[\d,]+", self.text) is not None
-        pairs = [(self.value, self.half_unit, whole or self.percent and "." not in self.text)]
+    def readings(self) -> list[tuple[float, float]]:
+        """(value, half unit) for each value this number may stand for: 77% is 0.77 and 77."""
+        pairs = [(self.value, self.half_unit)]
         if self.percent:
-            pairs.insert(0, (self.value / 100, self.half_unit / 100, False))
+            pairs.insert(0, (self.value / 100, self.half_unit / 100))
         return pairs
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """A number the notebook printed or set in code, with the tolerance its comparison allows (None: precision)."""
-
-    value: float
-    tolerance: Tolerance | None = None
-    whole: bool = False  # printed without a decimal point: the count tolerance applies to whole written numbers only
 
 
 @dataclass(frozen=True)
@@ -272,43 +258,28 @@ def _numbers(text: str) -> list[float]:
     return [float(n.replace(",", "").replace("−", "-")) for n in _NUMBER.findall(text)]
 
 
-def evidence(notebook: dict) -> list[Evidence]:
-    """The numbers a notebook printed (with the tolerance of their cell's comparison) or set in its code."""
+def evidence(notebook: dict) -> list[float]:
+    """The numbers a notebook printed (text outputs, stderr aside) or set in its code."""
     found = []
     for cell in notebook["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        source = _joined(cell["source"])
-        found.extend(Evidence(value) for value in _numbers(re.sub(r"(?<=\d)_(?=\d)", "", source)))
-        kind, decimals, counts = cell_tolerances(source)
-        for text in _output_texts(cell):
-            for number in _NUMBER.findall(text):
-                value = float(number.replace(",", "").replace("−", "-"))
-                whole = not re.search(r"[.eE]", number)
-                tolerance = None
-                if kind != EXACT and not whole:
-                    tolerance = decimals
-                elif kind in (COUNTS, CHAT) and whole:
-                    tolerance = counts
-                found.append(Evidence(value, tolerance, whole))
+        if cell["cell_type"] == "code":
+            found.extend(_numbers(re.sub(r"(?<=\d)_(?=\d)", "", _joined(cell["source"]))))
+            for text in _output_texts(cell):
+                found.extend(_numbers(text))
     return found
 
 
-def matches(number: Written, known: Evidence) -> bool:
-    """Whether a written number agrees with a printed or coded one (see the module's rules)."""
-    for value, half_unit, whole in number.readings():
-        targets = [known.value] if number.signed else [known.value, -known.value]
-        for target in targets:
-            if abs(value - target) <= half_unit + _EPSILON * max(1.0, abs(value)):
-                return True
-            # a tolerance as the comparison applies it: decimals to decimals, counts to whole numbers
-            if known.tolerance is not None and whole == known.whole and known.tolerance.accepts(target, value):
-                return True
+def matches(number: Written, known: float) -> bool:
+    """Whether a written number agrees with a printed or coded one at its written precision (see the module)."""
+    for value, half_unit in number.readings():
+        targets = [known] if number.signed else [known, -known]
+        if any(abs(value - target) <= half_unit + _EPSILON * max(1.0, abs(value)) for target in targets):
+            return True
     return False
 
 
 def _vouched_for(number: Written, vouched: list[tuple[Written, str]]) -> bool:
-    readings = {round(value, 12) for value, _, _ in number.readings()}
+    readings = {round(value, 12) for value, _ in number.readings()}
     return any(round(marker.value / 100 if marker.percent else marker.value, 12) in readings
                or round(marker.value, 12) in readings for marker, _ in vouched)
 
