@@ -36,7 +36,8 @@ Matching
   (0.87 does not match a printed 0.80 of a cell marked ±0.07, nor 28 a printed 30 of a NBVAL_MODEL_COUNTS cell).
 - What this cannot see: which output a sentence means. A number passes if any output or code of its notebook
   agrees with it at its precision: 0.3 agrees with anything in [0.25, 0.35], and a chat model's free text is
-  an output like another (a rewrite that invents "14 days" is evidence for a 14). The guard catches numbers that appear nowhere, not every misquoted one.
+  an output like another (a rewrite that invents "14 days" is evidence for a 14). The guard catches numbers
+  that appear nowhere, not every misquoted one.
 - A number written with a sign must match a y of that sign; one written without a sign may match -y (prose
   says "falls by 0.036" of a printed -0.036).
 
