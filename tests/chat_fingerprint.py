@@ -4,6 +4,8 @@ llama.cpp picks its CPU kernels by the instructions a CPU has, so another CPU ca
 The fingerprint is those instructions (as llama.cpp reports them) plus a digest of the replies to three
 fixed prompts. `make execute` records it in tests/recorded_chat.json; under nbval, cells marked
 NBVAL_CHAT_OUTPUT are compared only when this machine's fingerprint equals the recorded one.
+A missing file means no fingerprint was recorded (chat cells are then never compared); a file that is there
+but cannot be read as a fingerprint is an error (UnreadableFingerprint), not a missing one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 RECORDED = Path(__file__).with_name("recorded_chat.json")
+FIELDS = ("model", "llama_cpu_features", "canary_replies")
 CANARY = (
     ({"role": "user", "content": "Name three rivers of Europe."}, {}),
     ({"role": "user", "content": "Split into steps: who built the palace where the museum is?"},
@@ -40,13 +43,24 @@ def current() -> dict[str, str]:
             "canary_replies": hashlib.sha256(json.dumps(replies).encode()).hexdigest()}
 
 
+class UnreadableFingerprint(RuntimeError):
+    """tests/recorded_chat.json is there but holds no readable fingerprint."""
+
+
 @cache
 def recorded() -> dict[str, str]:
-    """The fingerprint of the machine that recorded the committed outputs ({} if none was recorded)."""
+    """The fingerprint of the machine that recorded the committed outputs ({} if the file is missing)."""
     try:
-        return json.loads(RECORDED.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        found = json.loads(RECORDED.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return {}
+    except (OSError, ValueError) as error:
+        raise UnreadableFingerprint(f"{RECORDED} cannot be read ({error}): restore it with git, or record this "
+                                    "machine's with `make execute`") from error
+    if not isinstance(found, dict) or any(not isinstance(found.get(field), str) for field in FIELDS):
+        raise UnreadableFingerprint(f"{RECORDED} is not a fingerprint (a JSON object with {', '.join(FIELDS)}): "
+                                    "restore it with git, or record this machine's with `make execute`")
+    return found
 
 
 @cache
