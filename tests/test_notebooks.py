@@ -1,16 +1,28 @@
-"""What every committed notebook must hold for nbval to test something (README: How the notebooks are tested)."""
+"""What every committed notebook must hold for nbval to test something (README: How the notebooks are tested):
+- no cell is skipped (NBVAL_SKIP), and every cell names at most one valid comparison (tests/nbval_compare.py);
+- every cell whose output a run may leave uncompared (NBVAL_CHAT_OUTPUT, NBVAL_IGNORE_OUTPUT), the first cell
+  that prints versions aside, is followed by a cell with an `assert` statement that uses at least one name the
+  uncompared cell defined (assigned or assigned into as in `results[name] = ...`, a for-loop target, imported,
+  def or class): what must hold of its results whatever the model replied. The last cell of a notebook has no
+  successor, so it may not be one of them. Names and `assert` statements are found with `ast`, outside the
+  bodies of functions, classes and comprehensions.
+"""
 
+import ast
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.nbval_compare import CHAT, comparison_kind
+from tests.nbval_compare import cell_tolerances, comparison_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "lessons").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 NOT_COMPARED = "NBVAL_IGNORE_OUTPUT"
+_CHAT_MARKER = re.compile(r"^\s*#\s*NBVAL_CHAT_OUTPUT\b", re.MULTILINE)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+           ast.GeneratorExp)
 
 
 def code_cells(path: Path) -> list[str]:
@@ -21,24 +33,137 @@ def code_cells(path: Path) -> list[str]:
 
 def left_to_invariants(source: str) -> bool:
     """True for a cell whose output a run on another machine does not compare."""
-    return NOT_COMPARED in source or comparison_kind(source) == CHAT
+    return NOT_COMPARED in source or _CHAT_MARKER.search(source) is not None
+
+
+def _module_level(tree: ast.AST):
+    """The nodes of a module outside the bodies of functions, classes, lambdas and comprehensions."""
+    for child in ast.iter_child_nodes(tree):
+        yield child
+        if not isinstance(child, _SCOPES):
+            yield from _module_level(child)
+
+
+def defined_names(source: str) -> set[str]:
+    """The names a cell binds or assigns into at top level: assignments, loop targets, imports, defs, classes."""
+    names = set()
+    for node in _module_level(ast.parse(source)):
+        if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+            while isinstance(node, (ast.Subscript, ast.Attribute)):
+                node = node.value  # results["rung"] = ... assigns into results
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+def used_names(source: str) -> set[str]:
+    """The names a cell reads."""
+    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)}
+
+
+def asserts(source: str) -> bool:
+    """True if the cell runs an `assert` statement (one outside a function or class body)."""
+    return any(isinstance(node, ast.Assert) for node in _module_level(ast.parse(source)))
+
+
+def check_problem(source: str, successor: str | None) -> str:
+    """Why the cell after an uncompared cell does not check it ("" if it does)."""
+    if successor is None:
+        return "it is the notebook's last cell: no cell after it asserts what holds of its results"
+    if not asserts(successor):
+        return "the cell after it has no assert statement"
+    if not defined_names(source) & used_names(successor):
+        return f"the cell after it asserts on none of the names it defines ({', '.join(sorted(defined_names(source)))})"
+    return ""
+
+
+def unchecked(sources: list[str]) -> list[str]:
+    """The uncompared code cells (numbered from 1) that no following cell checks, and why."""
+    problems = []
+    for index, source in enumerate(sources[1:], start=1):  # the first cell prints versions
+        if left_to_invariants(source):
+            why = check_problem(source, sources[index + 1] if index + 1 < len(sources) else None)
+            if why:
+                problems.append(f"code cell {index + 1} ({source.splitlines()[0][:70]!r}): {why}")
+    return problems
+
+
+def skipped(sources: list[str]) -> list[int]:
+    """The code cells (numbered from 1) that mention NBVAL_SKIP."""
+    return [number for number, source in enumerate(sources, start=1) if "NBVAL_SKIP" in source]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_cell_is_skipped(path):
+    assert not skipped(code_cells(path)), "NBVAL_SKIP in these code cells: run them, and mark what may differ instead"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_cell_names_at_most_one_comparison(path):
-    for source in code_cells(path):
-        comparison_kind(source)  # raises on conflicting markers
-        assert not (NOT_COMPARED in source and comparison_kind(source) != "exact"), source[:80]
+    problems = []
+    for number, source in enumerate(code_cells(path), start=1):
+        try:
+            cell_tolerances(source)
+        except ValueError as error:
+            problems.append(f"code cell {number}: {error}")
+            continue
+        if NOT_COMPARED in source and comparison_kind(source) != "exact":
+            problems.append(f"code cell {number}: {NOT_COMPARED} beside a comparison marker")
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_output_left_uncompared_is_followed_by_a_check(path):
-    sources = code_cells(path)
-    for number, source in enumerate(sources[1:-1], start=1):  # the first cell prints versions
-        if left_to_invariants(source):
-            assert re.search(r"^\s*assert\b", sources[number + 1], flags=re.M), (
-                f"code cell {number} ({source[:80]!r}) is compared only on the recording machine or not at all, "
-                "and the cell after it asserts nothing")
+    problems = unchecked(code_cells(path))
+    assert not problems, ("cells compared only on the recording machine or not at all, without a check:\n"
+                          + "\n".join(problems))
+
+
+# the rules on hand-made cells
+
+VERSIONS = "# NBVAL_IGNORE_OUTPUT\nprint(versions)"
+CHAT_CELL = "# NBVAL_CHAT_OUTPUT\nreplies = [chat(q) for q in questions]\nprint(replies)"
+
+
+def test_a_skip_anywhere_in_a_cell_is_found():
+    assert skipped(["print(1)", "x = 1\n# NBVAL_SKIP\n", "print(2)"]) == [2]
+
+
+def test_an_uncompared_last_cell_has_no_check():
+    assert unchecked([VERSIONS, "questions = load()", CHAT_CELL]) == [
+        "code cell 3 ('# NBVAL_CHAT_OUTPUT'): it is the notebook's last cell: no cell after it asserts what holds "
+        "of its results"]
+
+
+@pytest.mark.parametrize("successor", [
+    'note = """\nassert replies\n"""',  # an assert in a string is no statement
+    "print(replies)  # assert replies",
+    "assert 1 + 1 == 2",  # on nothing the chat cell made
+    "assert len(questions) == 8",  # on a name defined elsewhere
+    "def check():\n    assert replies\n",  # never runs
+])
+def test_the_check_is_an_assert_statement_on_what_the_cell_made(successor):
+    assert unchecked([VERSIONS, "questions = load()", CHAT_CELL, successor]) != []
+
+
+@pytest.mark.parametrize("cell, successor", [
+    (CHAT_CELL, "assert all(isinstance(reply, str) for reply in replies)"),
+    ("# NBVAL_CHAT_OUTPUT\nfor reply in chat(q):\n    print(reply)", "assert reply.endswith('.')"),
+    ("# NBVAL_IGNORE_OUTPUT\nresults['rewrite'] = score(rewrite)", "for r in results.values():\n    assert r <= 1"),
+    ("# NBVAL_CHAT_OUTPUT\nfrom ragkit.rewrite import rewrite_query as rq\nprint(rq(q))", "assert rq(q).queries"),
+    ("# NBVAL_CHAT_OUTPUT\ndef answer(q):\n    return chat(q)", "assert answer('hi')"),
+])
+def test_a_check_on_a_name_the_cell_defined_passes(cell, successor):
+    assert unchecked([VERSIONS, "questions = load()", cell, successor]) == []
+
+
+def test_names_local_to_a_function_or_comprehension_are_not_defined_by_the_cell():
+    assert defined_names("def f(x):\n    y = x\n    return y\nz = [w for w in range(3)]") == {"f", "z"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
