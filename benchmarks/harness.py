@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ragkit import config
-from ragkit.corpus import Doc, Hit, Question, Search, passage_text, read_jsonl
+from ragkit.corpus import Doc, Hit, Question, Search, passage_text, read_jsonl, read_text, stored_file
 from ragkit.errors import CorpusError, EmptyQueryError
 from ragkit.evaluate import Evaluation, format_table
 from ragkit.lexical import BM25Index
@@ -45,7 +45,8 @@ ENCODE_CHUNK = 256  # passages encoded (and saved to the cache) per call: an int
 
 
 def evaldata_dir() -> Path:
-    """The evaluation data root (ragkit.config.evaldata_dir), or a clear error if it is not there."""
+    """The evaluation data root (ragkit.config.evaldata_dir: data/benchmarks unless RAGKIT_EVALDATA names
+    another), or a clear error if it is not there."""
     root = config.evaldata_dir()
     if not root.is_dir():
         raise FileNotFoundError(f"no evaluation data folder at {root}: set {EVALDATA_VARIABLE} to the folder "
@@ -54,8 +55,9 @@ def evaldata_dir() -> Path:
 
 
 def data_folder(arg: str | None, name: str, files: Sequence[str]) -> Path:
-    """The dataset folder from --data or $RAGKIT_EVALDATA/<name>; a clear exit if a file is missing."""
-    hint = (f"pass --data /path/to/{name} (holding {', '.join(files)}) "
+    """The dataset folder from --data or $RAGKIT_EVALDATA/<name> (default data/benchmarks/<name>); a clear exit
+    if a file is missing (a file may be stored gzip-compressed as <file>.gz)."""
+    hint = (f"pass --data /path/to/{name} (holding {', '.join(files)}, each plain or .gz) "
             f"or set RAGKIT_EVALDATA to the folder that holds {name}/")
     if arg:
         folder = Path(arg).expanduser()
@@ -64,7 +66,7 @@ def data_folder(arg: str | None, name: str, files: Sequence[str]) -> Path:
             folder = evaldata_dir() / name
         except FileNotFoundError as err:
             raise SystemExit(f"{err}\n{hint}") from None
-    missing = [file for file in files if not (folder / file).is_file()]
+    missing = [file for file in files if not stored_file(folder / file).is_file()]
     if missing:
         raise SystemExit(f"no {name} data at {folder} (missing {', '.join(missing)}): {hint}")
     return folder
@@ -106,10 +108,7 @@ class BeirData:
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """A BEIR qrels TSV (header line, then query-id, corpus-id, score) as {query id: {doc id: grade}}."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise CorpusError(f"cannot read {path}: {err}") from err
+    lines = read_text(path).splitlines()
     qrels: dict[str, dict[str, int]] = {}
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -136,7 +135,8 @@ def _beir_doc(record: dict, source: str, path: Path, number: int) -> Doc:
 
 
 def load_beir(folder: str | Path, *, split: str = "test") -> BeirData:
-    """Load corpus.jsonl, queries.jsonl and qrels/<split>.tsv; keep only the queries judged in that split."""
+    """Load corpus.jsonl, queries.jsonl and qrels/<split>.tsv (each plain or .gz); keep only the queries judged
+    in that split."""
     folder = Path(folder)
     corpus_path = folder / "corpus.jsonl"
     docs = [_beir_doc(record, folder.name, corpus_path, number)

@@ -472,7 +472,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add = parser.add_argument
-    add("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa, else ../shared/evaldata/hotpotqa)")
+    add("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa, else data/benchmarks/hotpotqa)")
     add("--questions", type=positive_int, help="rungs 1-3 on a seeded sample balanced bridge/comparison (default: all)")
     add("--llm-questions", type=positive_int, default=LLM_QUESTIONS,
         help="rungs 4-5 on this many of those (balanced; ~6-8 model calls each)")

@@ -228,7 +228,8 @@ def table(values: Mapping[str, Mapping[str, Mapping[str, float]]], questions: Se
 def main(argv: Sequence[str] | None = None) -> int:
     """Choose on train100, score once on dev500, print and write results/hotpotqa-fusion.json."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa)")
+    parser.add_argument("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa, "
+                                       "else data/benchmarks/hotpotqa)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
     args = parser.parse_args(argv)
     folder = data_folder(args.data, "hotpotqa", (QUESTIONS_FILE, CORPUS_FILE, TRAIN_QUESTIONS, TRAIN_CORPUS))

@@ -58,7 +58,7 @@ from harness import (RESULTS_DIR, BeirData, StageRecorder, bm25_hits, course_cro
                      evaldata_dir, load_beir, per_question_run, positive_int, rank_by_scores, set_threads,
                      significance, write_result)
 from ragkit.config import cache_dir, load_settings  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question  # noqa: E402
+from ragkit.corpus import Doc, Hit, Question, read_bytes, stored_file  # noqa: E402
 from ragkit.evaluate import Evaluation, ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
 from ragkit.fusion import RRF_K, reciprocal_rank_fusion  # noqa: E402
 from ragkit.lexical import BM25Index  # noqa: E402
@@ -92,7 +92,8 @@ class Run:
 
 def data_folder(arg: str | None) -> Path:
     """The SciFact folder from --data or $RAGKIT_EVALDATA/scifact; a clear exit if it is not there."""
-    hint = ("pass --data /path/to/scifact (BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv) "
+    hint = ("pass --data /path/to/scifact (BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv; each plain "
+            "or .gz) "
             "or set RAGKIT_EVALDATA to the folder that holds scifact/")
     if arg:
         folder = Path(arg).expanduser()
@@ -101,7 +102,8 @@ def data_folder(arg: str | None) -> Path:
             folder = evaldata_dir() / "scifact"
         except FileNotFoundError as err:
             raise SystemExit(f"{err}\n{hint}") from None
-    missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv") if not (folder / name).is_file()]
+    missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
+               if not stored_file(folder / name).is_file()]
     if missing:
         raise SystemExit(f"no SciFact data at {folder} (missing {', '.join(missing)}): {hint}")
     return folder
@@ -309,7 +311,7 @@ def scifact_reranker_dir(folder: Path, settings: dict) -> Path:
     """The cache folder of the SciFact cross-encoder trained with these settings on this data."""
     digest = hashlib.sha256()
     for name in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv"):
-        digest.update((folder / name).read_bytes())
+        digest.update(read_bytes(folder / name))  # the content, whether stored plain or gzip-compressed
     digest.update(json.dumps(settings, sort_keys=True).encode())
     return cache_dir() / f"scifact-reranker-{digest.hexdigest()[:12]}"
 
@@ -319,7 +321,7 @@ def train_scifact_cross_encoder(folder: Path, args, rec: StageRecorder, bm25: BM
     from ragkit.rerank import CrossEncoderReranker
     from ragkit.reranker_training import TrainingConfig, TrainReport, train_cross_encoder
 
-    if not (folder / "qrels" / "train.tsv").is_file():
+    if not stored_file(folder / "qrels" / "train.tsv").is_file():
         raise SystemExit(f"--train-scifact-ce needs {folder / 'qrels' / 'train.tsv'} (BEIR train qrels)")
     settings = scifact_training(args)
     out_dir = scifact_reranker_dir(folder, settings)
@@ -354,7 +356,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add = parser.add_argument
-    add("--data", help="the SciFact folder (default: $RAGKIT_EVALDATA/scifact, else ../shared/evaldata/scifact)")
+    add("--data", help="the SciFact folder (default: $RAGKIT_EVALDATA/scifact, else data/benchmarks/scifact)")
     add("--queries", type=positive_int, help="score a seeded sample of this many test queries")
     add("--docs", type=positive_int, help="search a sample of this many docs (judged docs always kept)")
     add("--seed", type=int, default=0, help="seed of the subsets and of the negatives' sampling")
@@ -421,7 +423,7 @@ def three_leg_rungs(runs: dict[str, Run], data: BeirData, folder: Path, bm25: BM
 
 def train_split(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     """The SciFact train claims and their qrels (what the fusion is tuned on); a clear exit if absent."""
-    if not (folder / "qrels" / "train.tsv").is_file():
+    if not stored_file(folder / "qrels" / "train.tsv").is_file():
         raise SystemExit(f"--e5 tunes the fusion on {folder / 'qrels' / 'train.tsv'} (BEIR train qrels): "
                          "it is not there")
     train = load_beir(folder, split="train")

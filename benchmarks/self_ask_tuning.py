@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,7 @@ import numpy as np
 from harness import ExactDense, StageRecorder, bm25_search, data_folder, encode_corpus, write_result
 
 from ragkit import models
-from ragkit.corpus import DATA_DIR, Doc, Hit, Question, load_docs, load_questions
+from ragkit.corpus import DATA_DIR, Doc, Hit, Question, load_docs, load_questions, read_json, read_jsonl
 from ragkit.cot_rag import decompose
 from ragkit.dense import HybridIndex
 from ragkit.evaluate import all_gold_at_k
@@ -45,10 +44,10 @@ TRAIN_QUESTIONS, TRAIN_CORPUS = "train100_hipporag.json", "train100_pooled_corpu
 
 def load_train100(folder: Path) -> tuple[list[Question], list[Doc]]:
     """HotpotQA train100: its questions (gold = the titles of their supporting facts) and the pooled corpus."""
-    records = [json.loads(line) for line in (folder / TRAIN_CORPUS).read_text().splitlines() if line.strip()]
+    records = read_jsonl(folder / TRAIN_CORPUS)
     docs = [Doc(r["title"], "".join(r["sentences"]).strip(), title=r["title"], source="hotpotqa-train")
             for r in records]
-    rows = json.loads((folder / TRAIN_QUESTIONS).read_text())
+    rows = read_json(folder / TRAIN_QUESTIONS)
     questions = [Question(row["_id"], row["question"], tuple(dict.fromkeys(t for t, _ in row["supporting_facts"])),
                           answer=row["answer"], extra={"type": row["type"]}) for row in rows]
     return questions, docs
@@ -99,7 +98,8 @@ def plan_all(questions: Sequence[Question], chat, rec: StageRecorder, label: str
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", help="the hotpotqa folder (default: $RAGKIT_EVALDATA/hotpotqa)")
+    parser.add_argument("--data", help="the hotpotqa folder (default: $RAGKIT_EVALDATA/hotpotqa, "
+                                       "else data/benchmarks/hotpotqa)")
     args = parser.parse_args(argv)
     rec, embedder = StageRecorder(), models.embedder()
     from ragkit.specialists import specialist

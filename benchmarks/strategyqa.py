@@ -48,7 +48,6 @@ bootstrap 95% interval (each question right or wrong, kept in the result file). 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -66,7 +65,7 @@ from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm
                      result_name, rung_table, set_threads, significance, write_result)
 from ragkit import models  # noqa: E402
 from ragkit.config import load_settings  # noqa: E402
-from ragkit.corpus import Doc, Question, Search, read_jsonl  # noqa: E402
+from ragkit.corpus import Doc, Question, Search, read_json, read_jsonl  # noqa: E402
 from ragkit.dense import HybridIndex  # noqa: E402
 from ragkit.errors import CorpusError  # noqa: E402
 from ragkit.evaluate import all_gold_at_k, normalize_answer, recall_at_k  # noqa: E402
@@ -95,14 +94,6 @@ COLUMNS = ("questions", "accuracy", "unknown", "facts R@5", "all facts@5", "step
 # --- data ----------------------------------------------------------------------------------------
 
 
-def _read_json(path: Path):
-    """A JSON file's value, naming the file on any problem."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CorpusError(f"cannot read {path}: {err}") from err
-
-
 def load_facts(path: Path) -> list[Doc]:
     """The pooled facts as docs (id "<qid>_f<i>", source = the question's qid)."""
     docs = []
@@ -123,8 +114,8 @@ def strategy_question(record: Mapping, fact_ids: Sequence[str], path: Path) -> Q
 
 def load_strategyqa(folder: Path) -> tuple[list[Question], list[Doc]]:
     """The fixed dev qids as questions (in that file's order) and the facts corpus."""
-    records = _read_json(folder / TRAIN_FILE)
-    qids = _read_json(folder / DEV_FILE)
+    records = read_json(folder / TRAIN_FILE)
+    qids = read_json(folder / DEV_FILE)
     if not isinstance(records, list) or not isinstance(qids, list) or not qids:
         raise CorpusError(f"{folder}: expected a list of records in {TRAIN_FILE} and of qids in {DEV_FILE}")
     by_qid = {str(r.get("qid")): r for r in records if isinstance(r, dict)}
@@ -352,7 +343,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add = parser.add_argument
     add("--data", help="the StrategyQA folder (default: $RAGKIT_EVALDATA/strategyqa, "
-                       "else ../shared/evaldata/strategyqa)")
+                       "else data/benchmarks/strategyqa)")
     add("--questions", type=positive_int, help="a seeded sample of the 200, balanced yes/no (default: all 200)")
     add("--seed", type=int, default=0, help="seed of the sample and of the sampled reasoning paths")
     add("--paths", type=positive_int, default=5, help="sampled chains for self-consistency and the RwR vote")

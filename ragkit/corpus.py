@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,13 +57,41 @@ class Question:
     extra: dict = field(default_factory=dict, compare=False)
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Parse a JSONL file into dicts, naming the file and line of any problem."""
+def stored_file(path: str | Path) -> Path:
+    """The file at path, or its gzip-compressed copy path.gz where only that is there (data/benchmarks/ keeps
+    its large files so); path itself if neither is, so that a message names the file that was asked for."""
     path = Path(path)
+    packed = path.with_name(path.name + ".gz")
+    return packed if not path.exists() and packed.is_file() else path
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A file's bytes, decompressed if it is gzip-compressed (named .gz, or found as path.gz by stored_file)."""
+    path = stored_file(path)
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file (or its path.gz), with an error that names it."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
+        return read_bytes(path).decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as err:
         raise CorpusError(f"cannot read {path}: {err}") from err
+
+
+def read_json(path: str | Path):
+    """A JSON file's value (the file or its path.gz), with an error that names it."""
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise CorpusError(f"cannot read {path}: {err}") from err
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Parse a JSONL file (or its path.gz) into dicts, naming the file and line of any problem."""
+    path = Path(path)
+    lines = read_text(path).splitlines()
     records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

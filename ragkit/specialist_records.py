@@ -1,5 +1,5 @@
 """The specialists' jobs as records: each job's prompt and reply format, and training records built from the
-shared evaluation sets, with a fixed held-out tenth (by a hash of the question or claim).
+public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a hash of the question or claim).
 
 - decomposer: MuSiQue dev decompositions (Wikidata-style steps "Erik Hort >> place of birth" read as
   "Where was Erik Hort born?") and StrategyQA train decompositions -> "1. …\\n2. …", at most 4 steps;
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import random
 import re
 from collections import Counter
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ragkit.config import evaldata_dir
-from ragkit.corpus import Doc, read_jsonl
+from ragkit.corpus import Doc, read_json, read_jsonl, stored_file
 from ragkit.errors import CorpusError
 from ragkit.evaluate import normalize_answer
 from ragkit.lexical import BM25Index
@@ -290,23 +289,16 @@ def label_counts(records: Sequence[dict]) -> dict:
     return {"labels": dict(sorted(Counter(r["answer"] for r in records).items()))}
 
 
-def read_json(path: str | Path):
-    """A JSON file, with an error that names it."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CorpusError(f"cannot read {path}: {err}") from err
-
-
 def source_files(job: str, *, root: str | Path | None = None) -> dict[str, Path]:
-    """The evaluation-data files a job's records are built from, by name."""
+    """The evaluation-data files a job's records are built from, by name (each file, or its gzip-compressed
+    copy <file>.gz as data/benchmarks/ keeps the large ones)."""
     root = Path(root) if root else evaldata_dir()
-    files = {name: root / SOURCES[name] for name in JOB_SOURCES[job]}
+    files = {name: stored_file(root / SOURCES[name]) for name in JOB_SOURCES[job]}
     missing = [SOURCES[name] for name, path in files.items() if not path.is_file()]
     if missing:
         raise CorpusError(f"the {job} records are built from evaluation data that is not under {root}: "
                           f"{', '.join(missing)}; set RAGKIT_EVALDATA to the folder that holds them "
-                          "(default: shared/evaldata beside the course folder; README, Settings)")
+                          "(default: data/benchmarks in the course folder; README, Settings)")
     return files
 
 
@@ -316,7 +308,8 @@ def build_records(job: str, *, root: str | Path | None = None, seed: int = 0) ->
     Taught in lessons/09_specialists.ipynb.
     """
     files = source_files(job, root=root)
-    read = {name: read_jsonl(path) if path.suffix == ".jsonl" else read_json(path) for name, path in files.items()}
+    read = {name: read_jsonl(path) if SOURCES[name].endswith(".jsonl") else read_json(path)
+            for name, path in files.items()}
     exclude = read["dev200"]
     if job == "decomposer":
         return decomposer_records(read["musique"], read["strategyqa"], exclude=exclude)

@@ -99,7 +99,7 @@ def test_a_broken_toml_is_a_config_error_naming_the_file(tmp_path):
 @pytest.mark.parametrize("setting, variable, default", [
     (data_dir, "RAGKIT_DATA", PROJECT_DIR / "data"),
     (cache_dir, "RAGKIT_CACHE", PROJECT_DIR / ".cache"),
-    (evaldata_dir, "RAGKIT_EVALDATA", PROJECT_DIR.parent / "shared" / "evaldata"),
+    (evaldata_dir, "RAGKIT_EVALDATA", PROJECT_DIR / "data" / "benchmarks"),
 ])
 def test_folders_default_beside_the_project_and_follow_their_variable(setting, variable, default, tmp_path):
     assert setting(environ={}) == default

@@ -1,5 +1,6 @@
 """benchmarks/harness.py: BEIR loading, stage records and result files."""
 
+import gzip
 import json
 import mmap
 import time
@@ -32,11 +33,11 @@ def test_evaldata_dir_follows_the_variable(tmp_path, monkeypatch):
     assert evaldata_dir() == tmp_path
 
 
-def test_evaldata_dir_defaults_to_shared_evaldata_beside_the_project(tmp_path, monkeypatch):
+def test_evaldata_dir_defaults_to_data_benchmarks_in_the_project(tmp_path, monkeypatch):
     monkeypatch.delenv("RAGKIT_EVALDATA", raising=False)
     monkeypatch.setattr(config, "PROJECT_DIR", tmp_path / "main")
-    (tmp_path / "shared" / "evaldata").mkdir(parents=True)
-    assert evaldata_dir() == tmp_path / "shared" / "evaldata"
+    (tmp_path / "main" / "data" / "benchmarks").mkdir(parents=True)
+    assert evaldata_dir() == tmp_path / "main" / "data" / "benchmarks"
 
 
 def test_a_missing_evaldata_dir_names_the_variable(tmp_path, monkeypatch):
@@ -83,6 +84,19 @@ def test_load_beir_reads_docs_queries_and_graded_qrels(beir):
 def test_load_beir_reads_the_split_it_is_asked_for(beir):
     data = load_beir(beir, split="train")
     assert data.queries == {"q3": "unjudged"} and data.qrels == {"q3": {"d4": 1}}
+
+
+def test_beir_files_may_be_gzip_compressed_as_data_benchmarks_keeps_them(beir):
+    plain = load_beir(beir)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        path = beir / name
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    assert load_beir(beir) == plain
+    assert harness.data_folder(str(beir), "tiny", ("corpus.jsonl", "qrels/test.tsv")) == beir
+    (beir / "corpus.jsonl.gz").write_bytes(b"not gzip")
+    with pytest.raises(CorpusError, match="corpus.jsonl"):
+        load_beir(beir)
 
 
 def test_beir_questions_carry_their_grades_and_skip_queries_with_nothing_relevant(beir):

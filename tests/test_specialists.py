@@ -1,6 +1,7 @@
 """ragkit.specialist_records and ragkit.specialists: training records from small fake evaluation files, reading
 replies, scores, prompts put into a job's format, where specialists are found, and a build on a tiny model."""
 
+import gzip
 import json
 
 import pytest
@@ -12,8 +13,8 @@ from ragkit.errors import ConfigError, CorpusError, ModelNotFound
 from ragkit.finetune import FineTuneConfig
 from ragkit.lexical import BM25Index
 from ragkit.specialist_records import (MAX_STEPS, SYSTEMS, answerer_records, balance, build_records,
-                                       decomposer_records, heldout_sample, judge_records, split_of, steps_text,
-                                       wikidata_question)
+                                       decomposer_records, heldout_sample, judge_records, source_files, split_of,
+                                       steps_text, wikidata_question)
 from ragkit.specialists import (Specialist, decomposition_scores, label_scores, parse_decomposition, parse_label,
                                 parse_yes_no, reframe, specialist_dir)
 from ragkit.text import search_tokenize
@@ -130,7 +131,7 @@ def test_judge_records_pair_a_fact_with_look_alikes_and_scifact_rationales_with_
 
 
 def write_evaldata(root, *, questions: int = 24):
-    """Small fake copies of the shared evaluation files the decomposer is built from."""
+    """Small fake copies of the evaluation files (data/benchmarks/) the decomposer is built from."""
     (root / "musique").mkdir(parents=True)
     (root / "strategyqa").mkdir()
     items = [musique(n, ["Song >> performer", "#1 >> spouse"], question=f"Who married the singer of song {n}?")
@@ -149,6 +150,18 @@ def test_build_records_reads_the_files_and_names_a_broken_one(tmp_path):
     (root / "strategyqa" / "dev200_qids.json").write_text("[not json")
     with pytest.raises(ValueError, match="dev200_qids.json"):
         build_records("decomposer", root=root)
+
+
+def test_build_records_reads_gzip_compressed_files_as_data_benchmarks_keeps_them(tmp_path):
+    root = write_evaldata(tmp_path / "eval")
+    plain = build_records("decomposer", root=root)
+    for path in (root / "musique" / "dev_decompositions.json", root / "strategyqa" / "strategyqa_train.json"):
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    assert build_records("decomposer", root=root) == plain
+    files = source_files("decomposer", root=root)
+    assert files["musique"] == root / "musique" / "dev_decompositions.json.gz"
+    assert files["dev200"] == root / "strategyqa" / "dev200_qids.json"  # a plain file is read as it is
 
 
 def test_build_records_names_missing_evaluation_data_and_the_setting(tmp_path):
