@@ -47,8 +47,8 @@ class Settings:
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:
     """Defaults, overridden by ragkit.toml (or RAGKIT_CONFIG), overridden by RAGKIT_* variables."""
     environ = _environ(environ)
-    path = Path(config_file or environ.get("RAGKIT_CONFIG") or CONFIG_FILE)
-    values: dict = _read_config(path) if path.exists() else {}
+    path = _config_path(config_file, environ)
+    values: dict = _read_config(path) if path else {}
     for field in fields(Settings):
         env_value = environ.get(ENV_PREFIX + field.name.upper())
         if env_value:
@@ -98,6 +98,21 @@ def _folder(variable: str, default: Path, environ: dict | None) -> Path:
     """The folder a variable names (an empty one does not count), else default."""
     value = _environ(environ).get(variable, "").strip()
     return Path(value).expanduser() if value else default
+
+
+def _config_path(config_file: str | Path | None, environ: dict) -> Path | None:
+    """The settings file to read: config_file or ragkit.toml if it exists; RAGKIT_CONFIG's file, which must."""
+    if config_file:
+        path = Path(config_file)
+        return path if path.exists() else None
+    named = environ.get("RAGKIT_CONFIG")
+    if not named:
+        return CONFIG_FILE if CONFIG_FILE.exists() else None
+    path = Path(named).expanduser()
+    if not path.exists():
+        raise ConfigError(f"RAGKIT_CONFIG names {path}, which does not exist: create that file "
+                          "or unset RAGKIT_CONFIG to use ragkit.toml at the project root")
+    return path
 
 
 def _read_config(path: Path) -> dict:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import llm
+from ragkit import config, llm
 from ragkit.config import (PROJECT_DIR, Settings, cache_dir, data_dir, evaldata_dir, hub_offline, load_settings,
                            openai_settings, ragkit_variables, split_spec)
 from ragkit.errors import ConfigError, ModelNotFound
@@ -51,6 +51,22 @@ def test_an_empty_variable_does_not_override(tmp_path):
 def test_ragkit_config_variable_names_the_file(tmp_path):
     path = write_toml(tmp_path, 'embedder = "flag"\n')
     assert load_settings({"RAGKIT_CONFIG": str(path)}).embedder == "flag"
+
+
+def test_a_ragkit_config_file_that_does_not_exist_is_a_config_error(tmp_path):
+    missing = tmp_path / "settings.toml"
+    with pytest.raises(ConfigError, match=f"RAGKIT_CONFIG names {missing}, which does not exist") as err:
+        load_settings({"RAGKIT_CONFIG": str(missing)})
+    assert "create that file or unset RAGKIT_CONFIG" in str(err.value)
+
+
+def test_ragkit_config_dev_null_reads_as_no_settings():
+    assert load_settings({"RAGKIT_CONFIG": "/dev/null"}) == Settings()  # what the Makefile sets for tests
+
+
+def test_the_default_ragkit_toml_stays_optional(monkeypatch, no_file):
+    monkeypatch.setattr(config, "CONFIG_FILE", no_file)
+    assert load_settings({}) == Settings()
 
 
 @pytest.mark.parametrize("value, url", [
