@@ -21,6 +21,8 @@ CONFIG_FILE = PROJECT_DIR / "ragkit.toml"
 ENV_PREFIX = "RAGKIT_"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD")
 TRUE_WORDS = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true
+MEMORY_STORE = ":memory:"
+HOST_PORT = re.compile(r"[\w.-]+:\d+(/.*)?")  # 'localhost:6333', 'qdrant.lan:6333/': a URL without its scheme
 
 
 @dataclass(frozen=True)
@@ -138,9 +140,35 @@ def _typed(values: dict) -> dict:
             raise ConfigError(f"threads must be a whole number, got {values['threads']!r}") from err
         if values["threads"] < 1:
             raise ConfigError("threads must be at least 1")
+    if "store" in values:
+        check_store(values["store"])
     if "ollama_host" in values and "://" not in values["ollama_host"]:
         values["ollama_host"] = _ollama_url(values["ollama_host"])
     return values
+
+
+def check_store(location: str) -> str:
+    """Refuse a store setting that is likely a mistake; return it unchanged.
+
+    Valid: ':memory:', an http:// or https:// URL, or a folder path that looks like one: absolute, starting
+    with '.' or '~', or holding a '/' (so ./qdrant, not qdrant, names a folder in the working directory).
+    """
+    if location == MEMORY_STORE or location.startswith(("http://", "https://")):
+        return location
+    if "://" in location:
+        raise ConfigError(f"the store {location!r} is a URL Qdrant cannot use: a Qdrant server URL starts with "
+                          "http:// or https:// (e.g. RAGKIT_STORE=http://localhost:6333)")
+    if HOST_PORT.fullmatch(location):
+        raise ConfigError(f"the store {location!r} looks like a server address without its scheme: write "
+                          f"RAGKIT_STORE=http://{location} for a Qdrant server")
+    if Path(location).is_absolute() or location.startswith((".", "~")) or "/" in location or os.sep in location:
+        return location
+    if "mem" in location.lower():
+        raise ConfigError(f"the store {location!r} is not a store: write RAGKIT_STORE=:memory: (with both "
+                          "colons) for the embedded in-memory store")
+    raise ConfigError(f"the store {location!r} is neither :memory:, an http(s) URL nor a folder path: write "
+                      f"RAGKIT_STORE=./{location.strip() or 'qdrant'} for a folder here, :memory: for the "
+                      "embedded in-memory store, or http://host:6333 for a Qdrant server")
 
 
 def _ollama_url(host: str) -> str:

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ragkit.config import load_settings
+from ragkit.config import MEMORY_STORE, check_store, load_settings
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import BackendError, BackendUnreachable, CorpusError
 
@@ -30,11 +30,11 @@ def point_id(doc_id: str) -> str:
 
 
 class VectorStore:
-    """A Qdrant client opened on ':memory:', a local folder, or an http(s) URL."""
+    """A Qdrant client opened on ':memory:', a local folder, or an http(s) URL (see config.check_store)."""
 
     def __init__(self, location: str | Path | None = None, *, api_key: str | None = None):
-        self.location = str(location or load_settings().store)
-        if self.location == ":memory:" or self.location.startswith(("http://", "https://")):
+        self.location = _location(location)
+        if self.location == MEMORY_STORE or self.location.startswith(("http://", "https://")):
             self._client = _private_client(self.location, api_key)
             self._release = weakref.finalize(self, self._client.close)
         else:
@@ -88,12 +88,19 @@ class VectorStore:
         return _qdrant_errors(self.location)
 
 
+def _location(location: str | Path | None) -> str:
+    """A Path is a folder as it is; text (or the store setting, when None) must pass config.check_store."""
+    if isinstance(location, Path):
+        return str(location)
+    return check_store(location or load_settings().store)
+
+
 def _private_client(location: str, api_key: str | None):
     """A client of this store alone: its own in-memory database, or a connection to a server."""
     from qdrant_client import QdrantClient
 
-    if location == ":memory:":
-        return QdrantClient(":memory:")
+    if location == MEMORY_STORE:
+        return QdrantClient(MEMORY_STORE)
     return QdrantClient(url=location, api_key=api_key, timeout=10)
 
 

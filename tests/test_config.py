@@ -1,13 +1,14 @@
 """ragkit.config and the backend resolution in ragkit.models: settings, specs and their errors."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
 
 from ragkit import config, llm
-from ragkit.config import (PROJECT_DIR, Settings, cache_dir, data_dir, evaldata_dir, hub_offline, load_settings,
-                           openai_settings, ragkit_variables, split_spec)
+from ragkit.config import (PROJECT_DIR, Settings, cache_dir, check_store, data_dir, evaldata_dir, hub_offline,
+                           load_settings, openai_settings, ragkit_variables, split_spec)
 from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.models import EMBEDDER_KINDS, LLM_KINDS
 
@@ -67,6 +68,34 @@ def test_ragkit_config_dev_null_reads_as_no_settings():
 def test_the_default_ragkit_toml_stays_optional(monkeypatch, no_file):
     monkeypatch.setattr(config, "CONFIG_FILE", no_file)
     assert load_settings({}) == Settings()
+
+
+@pytest.mark.parametrize("store, advice", [
+    ("memory", "write RAGKIT_STORE=:memory: (with both colons)"),
+    ("mem", "RAGKIT_STORE=:memory:"),
+    ("inmemory", "RAGKIT_STORE=:memory:"),
+    (":memory", "RAGKIT_STORE=:memory:"),
+    ("localhost:6333", "write RAGKIT_STORE=http://localhost:6333 for a Qdrant server"),
+    ("qdrant.lan:6333/", "RAGKIT_STORE=http://qdrant.lan:6333/"),
+    ("grpc://localhost:6334", "starts with http:// or https://"),
+    ("qdrant", "write RAGKIT_STORE=./qdrant for a folder here"),
+    ("", "RAGKIT_STORE=./qdrant"),
+])
+def test_a_store_setting_that_is_likely_a_mistake_says_what_to_write(no_file, tmp_path, store, advice):
+    with pytest.raises(ConfigError, match=re.escape(advice)):
+        check_store(store)
+    if store:  # an empty variable does not override; an empty value in the toml does
+        with pytest.raises(ConfigError, match=re.escape(advice)):
+            load_settings({"RAGKIT_STORE": store}, no_file)
+    with pytest.raises(ConfigError, match=re.escape(advice)):
+        load_settings({}, write_toml(tmp_path, f'store = "{store}"\n'))
+
+
+@pytest.mark.parametrize("store", [":memory:", "http://localhost:6333", "https://q.example.com", "/tmp/qdrant",
+                                   "./qdrant", "../qdrant", ".qdrant", "~/qdrant", "data/qdrant", "./memory"])
+def test_a_store_setting_that_names_a_store_is_kept(no_file, store):
+    assert check_store(store) == store
+    assert load_settings({"RAGKIT_STORE": store}, no_file).store == store
 
 
 @pytest.mark.parametrize("value, url", [

@@ -2,13 +2,14 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, Hit
 from ragkit.dense import DenseIndex
-from ragkit.errors import BackendError, BackendUnreachable, CorpusError
+from ragkit.errors import BackendError, BackendUnreachable, ConfigError, CorpusError
 from ragkit.store import VectorStore, point_id
 from tests.fakes import HashingEmbedder
 
@@ -194,3 +195,23 @@ def test_a_store_dropped_without_closing_frees_the_folder(tmp_path):
     store.create("docs", dim=3)
     del store  # as when a notebook cell rebinds its variable
     QdrantClient(path=str(tmp_path / "qdrant")).close()
+
+
+@pytest.mark.parametrize("location, advice", [("memory", ":memory:"), ("localhost:6333", "http://localhost:6333")])
+def test_a_store_location_that_is_likely_a_mistake_is_refused_before_any_folder_is_made(
+        tmp_path, monkeypatch, location, advice):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=advice):
+        VectorStore(location)
+    monkeypatch.setenv("RAGKIT_STORE", location)
+    with pytest.raises(ConfigError, match=advice):
+        VectorStore()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_object_is_a_folder_even_without_a_slash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store = VectorStore(Path("qdrant"))
+    store.create("docs", dim=3)
+    store.close()
+    assert (tmp_path / "qdrant").is_dir()
