@@ -24,17 +24,24 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class DenseIndex:
-    """Docs embedded once and kept in a Qdrant collection; search embeds the query and asks Qdrant."""
+    """Docs embedded once and kept in a Qdrant collection; search embeds the query and asks Qdrant.
+
+    Without a collection name, an index takes the first of docs, docs-2, docs-3, ... that this process has not
+    used on its store, so indexes sharing a folder or server keep their points apart; a named collection is
+    emptied and refilled.
+    """
 
     def __init__(self, docs: Sequence[Doc], *, embedder: Embedder | None = None,
-                 store: VectorStore | None = None, collection: str = "docs"):
+                 store: VectorStore | None = None, collection: str | None = None):
         self.docs = check_docs(list(docs))
         self._by_id = {doc.id: doc for doc in self.docs}
         self.embedder = embedder or models.embedder()
-        self.store, self.collection = store or VectorStore(), collection
+        self.store = store or VectorStore()
+        # numbered, not random: a notebook run again on a folder store refills its collections, adding none
+        self.collection = collection or self.store.new_name("docs")
         self.vectors = self.embedder.embed_passages([passage_text(doc) for doc in self.docs])
-        self.store.create(collection, self.vectors.shape[1], recreate=True)
-        self.store.upsert(collection, self.docs, self.vectors)
+        self.store.create(self.collection, self.vectors.shape[1], recreate=True)
+        self.store.upsert(self.collection, self.docs, self.vectors)
 
     def search(self, query: str, *, k: int = 5, where: dict | None = None) -> list[Hit]:
         """The k docs nearest the query, optionally only those whose fields match `where`."""

@@ -11,6 +11,7 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain, count
 from pathlib import Path
 from typing import Sequence
 
@@ -37,10 +38,12 @@ class VectorStore:
         if self.location == MEMORY_STORE or self.location.startswith(("http://", "https://")):
             self._client = _private_client(self.location, api_key)
             self._release = weakref.finalize(self, self._client.close)
+            self._names = set() if self.location == MEMORY_STORE else _names_on(self.location)
         else:
             folder = str(Path(self.location).expanduser().resolve())
             self._client = _acquire_folder(folder)
             self._release = weakref.finalize(self, _release_folder, folder)
+            self._names = _names_on(folder)
 
     def create(self, name: str, dim: int, *, recreate: bool = False) -> None:
         """Make a cosine collection of the given dimension (kept if it exists, unless recreate)."""
@@ -53,6 +56,16 @@ class VectorStore:
             if recreate or not exists:
                 config = models.VectorParams(size=dim, distance=models.Distance.COSINE)
                 self._client.create_collection(name, vectors_config=config)
+        with _NAMES_LOCK:
+            self._names.add(name)
+
+    def new_name(self, prefix: str) -> str:
+        """A collection name this process has not used on this store's database: prefix, else prefix-2, -3, ..."""
+        with _NAMES_LOCK:
+            name = next(name for name in chain([prefix], (f"{prefix}-{n}" for n in count(2)))
+                        if name not in self._names)
+            self._names.add(name)
+            return name
 
     def upsert(self, name: str, docs: Sequence[Doc], vectors: np.ndarray) -> int:
         """Insert or overwrite docs with their vectors; payloads keep every Doc field."""
@@ -86,6 +99,16 @@ class VectorStore:
 
     def _reachable(self):
         return _qdrant_errors(self.location)
+
+
+_NAMES: dict[str, set[str]] = {}  # per folder or server URL: the collection names this process has used there
+_NAMES_LOCK = threading.Lock()
+
+
+def _names_on(database: str) -> set[str]:
+    """The collection names this process has used on a folder or server, shared by its VectorStores there."""
+    with _NAMES_LOCK:
+        return _NAMES.setdefault(database, set())
 
 
 def _location(location: str | Path | None) -> str:

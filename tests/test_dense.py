@@ -31,7 +31,7 @@ def test_passage_text_puts_the_title_first():
 def test_dense_index_finds_the_nearest_doc_and_keeps_fields(index):
     top = index.search("sick leave slack", k=1)[0]
     assert top.doc == DOCS[0]
-    assert index.store.count("docs") == 3
+    assert index.store.count(index.collection) == 3
     assert index.vectors.shape == (3, HashingEmbedder.dim)
 
 

@@ -215,3 +215,43 @@ def test_a_path_object_is_a_folder_even_without_a_slash(tmp_path, monkeypatch):
     store.create("docs", dim=3)
     store.close()
     assert (tmp_path / "qdrant").is_dir()
+
+
+def test_unnamed_indexes_on_one_folder_keep_their_own_points(tmp_path):
+    store = VectorStore(tmp_path / "qdrant")
+    first = DenseIndex(DOCS[:2], embedder=HashingEmbedder(), store=store)
+    second = DenseIndex(DOCS[2:], embedder=HashingEmbedder(), store=store)
+    assert first.collection != second.collection
+    assert {h.id for h in first.search("annual leave days", k=4)} == {"en-annual-01", "en-annual-01#2"}
+    assert {h.id for h in second.search("annual leave days", k=4)} == {"vi-leave-01", "en-sick-01"}
+    store.close()
+
+
+def test_unnamed_indexes_through_ragkit_store_keep_their_own_points(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGKIT_STORE", str(tmp_path / "qdrant"))
+    first = DenseIndex(DOCS[:2], embedder=HashingEmbedder())
+    second = DenseIndex(DOCS[2:], embedder=HashingEmbedder())
+    assert (first.store.count(first.collection), second.store.count(second.collection)) == (2, 2)
+    first.store.close()
+    second.store.close()
+
+
+def test_a_named_collection_is_refilled_by_the_next_index_of_that_name(tmp_path):
+    store = VectorStore(tmp_path / "qdrant")
+    DenseIndex(DOCS[:2], embedder=HashingEmbedder(), store=store, collection="docs")
+    later = DenseIndex(DOCS[2:], embedder=HashingEmbedder(), store=store, collection="docs")
+    assert later.collection == "docs" and store.count("docs") == 2
+    store.close()
+
+
+def test_an_unnamed_index_takes_docs_first_then_a_numbered_name(tmp_path):
+    assert DenseIndex(DOCS, embedder=HashingEmbedder()).collection == "docs"  # lesson 02 counts 'docs'
+    assert DenseIndex(DOCS, embedder=HashingEmbedder()).collection == "docs"  # a new in-memory store each
+    store = VectorStore(tmp_path / "qdrant")
+    store.create("docs", dim=3)  # a name given by hand is taken too
+    names = [DenseIndex(DOCS, embedder=HashingEmbedder(), store=store).collection for _ in range(2)]
+    assert names == ["docs-2", "docs-3"]
+    store.close()
+    reopened = VectorStore(str(tmp_path / "qdrant"))  # the same folder: its names stay taken in this process
+    assert DenseIndex(DOCS, embedder=HashingEmbedder(), store=reopened).collection == "docs-4"
+    reopened.close()
