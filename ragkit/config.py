@@ -6,6 +6,7 @@ No other module reads the environment. Taught in lessons/00_setup.ipynb.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -21,6 +22,7 @@ CONFIG_FILE = PROJECT_DIR / "ragkit.toml"
 ENV_PREFIX = "RAGKIT_"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD")
 TRUE_WORDS = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true
+DEFAULT_TIMEOUT = 120.0  # seconds a model server may take to answer one request
 MEMORY_STORE = ":memory:"
 HOST_PORT = re.compile(r"[\w.-]+:\d+(/.*)?")  # 'localhost:6333', 'qdrant.lan:6333/': a URL without its scheme
 
@@ -35,6 +37,8 @@ class Settings:
     store: str = ":memory:"
     threads: int = 2
     ollama_host: str = "http://127.0.0.1:11434"
+    # seconds an Ollama or OpenAI-compatible server may take to answer one request before ragkit gives up
+    timeout: float = DEFAULT_TIMEOUT
     # a folder where model outputs (llama.cpp replies, embeddings, reranker scores) are kept and reused for
     # the same input; off by default so that every call times the model (make test sets it)
     model_cache: str = ""
@@ -131,7 +135,7 @@ def _read_config(path: Path) -> dict:
 
 def _typed(values: dict) -> dict:
     for name, value in values.items():
-        if name != "threads" and not isinstance(value, str):
+        if name not in ("threads", "timeout") and not isinstance(value, str):
             raise ConfigError(f"{name} must be text, got {value!r}")
     if "threads" in values:
         try:
@@ -140,11 +144,24 @@ def _typed(values: dict) -> dict:
             raise ConfigError(f"threads must be a whole number, got {values['threads']!r}") from err
         if values["threads"] < 1:
             raise ConfigError("threads must be at least 1")
+    if "timeout" in values:
+        values["timeout"] = _seconds(values["timeout"])
     if "store" in values:
         check_store(values["store"])
     if "ollama_host" in values and "://" not in values["ollama_host"]:
         values["ollama_host"] = _ollama_url(values["ollama_host"])
     return values
+
+
+def _seconds(value) -> float:
+    """The timeout setting as a number of seconds above 0."""
+    try:
+        seconds = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ConfigError(f"timeout must be a number of seconds above 0 (e.g. RAGKIT_TIMEOUT=300), got {value!r}")
+    return seconds
 
 
 def check_store(location: str) -> str:

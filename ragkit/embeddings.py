@@ -11,11 +11,12 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from ragkit.config import hub_offline
+from ragkit.config import DEFAULT_TIMEOUT, hub_offline
 from ragkit.errors import BackendError, ModelNotFound
-from ragkit.llm import installed_ollama_models, ollama_errors, openai_errors, pick_ollama_model
+from ragkit.llm import installed_ollama_models, ollama_client, ollama_errors, openai_errors, pick_ollama_model
 
 OLLAMA_EMBED_PREFERENCE = ("nomic-embed-text", "mxbai-embed-large", "bge-m3", "all-minilm")
+OLLAMA_EMBED_BATCH = 32  # texts per request, so that a whole corpus is not one request racing the timeout
 
 
 class Embedder(Protocol):
@@ -138,11 +139,9 @@ class FlagModelEmbedder:
 class OllamaEmbedder:
     """An embedding model served by Ollama."""
 
-    def __init__(self, model: str = "", *, host: str):
-        import ollama
-
-        self.host, self._client = host, ollama.Client(host=host)
-        installed = installed_ollama_models(self._client, host)
+    def __init__(self, model: str = "", *, host: str, timeout: float = DEFAULT_TIMEOUT):
+        self.host, self.timeout, self._client = host, timeout, ollama_client(host, timeout)
+        installed = installed_ollama_models(self._client, host, timeout)
         self.name = pick_ollama_model(installed, model, OLLAMA_EMBED_PREFERENCE)
         self.dim = _probe_dim(self._embed)
 
@@ -153,21 +152,25 @@ class OllamaEmbedder:
     embed_passages = embed_queries
 
     def _embed(self, texts: list[str]) -> list:
-        with ollama_errors(self.host, self.name):
-            return self._client.embed(model=self.name, input=texts).embeddings
+        vectors = []
+        for start in range(0, len(texts), OLLAMA_EMBED_BATCH):
+            batch = texts[start:start + OLLAMA_EMBED_BATCH]
+            with ollama_errors(self.host, self.name, self.timeout):
+                vectors += self._client.embed(model=self.name, input=batch).embeddings
+        return vectors
 
 
 class OpenAIEmbedder:
     """Any OpenAI-compatible /embeddings endpoint."""
 
-    def __init__(self, model: str, *, base_url: str | None, api_key: str | None):
+    def __init__(self, model: str, *, base_url: str | None, api_key: str | None, timeout: float = DEFAULT_TIMEOUT):
         import openai
 
         if not api_key and not base_url:
             raise BackendError("RAGKIT_EMBEDDER=openai needs OPENAI_API_KEY (or OPENAI_BASE_URL)")
-        self.name, self.base_url = model, base_url or "the OpenAI API"
+        self.name, self.base_url, self.timeout = model, base_url or "the OpenAI API", timeout
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                     max_retries=1, timeout=120)
+                                     max_retries=1, timeout=timeout)
         self.dim = _probe_dim(self._embed)
 
     def __repr__(self) -> str:
@@ -180,6 +183,6 @@ class OpenAIEmbedder:
     embed_passages = embed_queries
 
     def _embed(self, texts: list[str]) -> list:
-        with openai_errors(self.base_url, self.name):
+        with openai_errors(self.base_url, self.name, self.timeout):
             reply = self._client.embeddings.create(model=self.name, input=texts)
         return [item.embedding for item in reply.data]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from ragkit.config import package_version
+from ragkit.config import DEFAULT_TIMEOUT, package_version
 from ragkit.errors import BackendError, BackendUnreachable, ModelNotFound
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -156,12 +156,11 @@ def _reply_from_openai_dict(reply: dict, model: str, seconds: float) -> ChatRepl
 class OllamaChat:
     """A model served by Ollama, through the official ollama client."""
 
-    def __init__(self, model: str = "", *, host: str, preference: Sequence[str] = OLLAMA_PREFERENCE):
-        import ollama
-
-        self.host = host
-        self._client = ollama.Client(host=host)
-        self.name = pick_ollama_model(installed_ollama_models(self._client, host), model, preference)
+    def __init__(self, model: str = "", *, host: str, preference: Sequence[str] = OLLAMA_PREFERENCE,
+                 timeout: float = DEFAULT_TIMEOUT):
+        self.host, self.timeout = host, timeout
+        self._client = ollama_client(host, timeout)
+        self.name = pick_ollama_model(installed_ollama_models(self._client, host, timeout), model, preference)
 
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
              json_schema: dict | None = None, grammar: str | None = None,
@@ -171,7 +170,7 @@ class OllamaChat:
             raise BackendError("Ollama does not take GBNF grammars: pass json_schema instead")
         options = {"num_predict": max_tokens, "temperature": temperature, "seed": 0, "stop": list(stop)}
         started = time.perf_counter()
-        with ollama_errors(self.host, self.name):
+        with ollama_errors(self.host, self.name, self.timeout):
             reply = self._client.chat(model=self.name, messages=as_messages(messages),
                                       options=options, format=json_schema)
         return ChatReply(text=reply.message.content or "", model=self.name,
@@ -180,9 +179,16 @@ class OllamaChat:
                          seconds=time.perf_counter() - started, finish_reason=reply.done_reason or "")
 
 
-def installed_ollama_models(client, host: str) -> list[str]:
+def ollama_client(host: str, timeout: float):
+    """The official ollama client, giving up on a request after timeout seconds (its default waits forever)."""
+    import ollama
+
+    return ollama.Client(host=host, timeout=timeout)
+
+
+def installed_ollama_models(client, host: str, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     """Names of the models an Ollama server has pulled; a clear error when it does not answer."""
-    with ollama_errors(host, ""):
+    with ollama_errors(host, "", timeout):
         return [m.model for m in client.list().models]
 
 
@@ -202,12 +208,15 @@ def pick_ollama_model(installed: Sequence[str], wanted: str, preference: Sequenc
 
 
 @contextmanager
-def ollama_errors(host: str, model: str):
-    """Turn the ollama client's connection and 404 errors into ragkit errors that say what to do."""
+def ollama_errors(host: str, model: str, timeout: float = DEFAULT_TIMEOUT):
+    """Turn the ollama client's connection, timeout and 404 errors into ragkit errors that say what to do."""
+    import httpx
     import ollama
 
     try:
         yield
+    except httpx.TimeoutException as err:
+        raise BackendUnreachable(f"Ollama at {host} {no_answer_within(timeout)}") from err
     except ConnectionError as err:
         raise BackendUnreachable(
             f"no Ollama server answers at {host}: start it with `ollama serve` (install it from "
@@ -221,16 +230,16 @@ def ollama_errors(host: str, model: str):
 class OpenAIChat:
     """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp server, Ollama's /v1)."""
 
-    def __init__(self, model: str, *, base_url: str | None, api_key: str | None):
+    def __init__(self, model: str, *, base_url: str | None, api_key: str | None, timeout: float = DEFAULT_TIMEOUT):
         import openai
 
         if not api_key and not base_url:
             raise BackendError("RAGKIT_LLM=openai needs OPENAI_API_KEY in the environment "
                                "(or OPENAI_BASE_URL for a local server that needs no key)")
-        self.name = model
+        self.name, self.timeout = model, timeout
         self.base_url = base_url or "the OpenAI API"
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                     max_retries=1, timeout=120)
+                                     max_retries=1, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"OpenAIChat(model={self.name!r}, base_url={self.base_url!r})"  # never the key
@@ -243,7 +252,7 @@ class OpenAIChat:
         response_format = ({"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema}}
                            if json_schema else None)
         started = time.perf_counter()
-        with openai_errors(self.base_url, self.name):
+        with openai_errors(self.base_url, self.name, self.timeout):
             reply = self._client.chat.completions.create(
                 model=self.name, messages=as_messages(messages), max_tokens=max_tokens,
                 temperature=temperature, seed=0, stop=list(stop) or None,
@@ -252,12 +261,14 @@ class OpenAIChat:
 
 
 @contextmanager
-def openai_errors(base_url: str, model: str):
-    """Turn the openai client's connection, auth and 404 errors into ragkit errors."""
+def openai_errors(base_url: str, model: str, timeout: float = DEFAULT_TIMEOUT):
+    """Turn the openai client's connection, timeout, auth and 404 errors into ragkit errors."""
     import openai
 
     try:
         yield
+    except openai.APITimeoutError as err:  # before APIConnectionError, its base class
+        raise BackendUnreachable(f"the server at {base_url} {no_answer_within(timeout)}") from err
     except openai.APIConnectionError as err:
         raise BackendUnreachable(f"no OpenAI-compatible server answers at {base_url}: start it, "
                                  "or fix OPENAI_BASE_URL") from err
@@ -268,3 +279,9 @@ def openai_errors(base_url: str, model: str):
         raise ModelNotFound(f"the endpoint at {base_url} has no model {model!r}: name one it serves") from err
     except openai.APIStatusError as err:
         raise BackendError(f"the endpoint at {base_url} answered {err.status_code}: {err.message}") from err
+
+
+def no_answer_within(timeout: float) -> str:
+    """The end of a timeout's message: how long ragkit waited and the setting that changes it."""
+    return (f"did not answer within {timeout:g} s: check that it runs and is not overloaded (a first "
+            "request also loads the model), or allow more seconds with RAGKIT_TIMEOUT")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from ragkit.config import Settings, load_settings, openai_settings, split_spec
+from ragkit.config import DEFAULT_TIMEOUT, Settings, load_settings, openai_settings, split_spec
 from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEmbedder, OpenAIEmbedder,
                                SentenceTransformerEmbedder)
 from ragkit.errors import ConfigError, ModelNotFound
@@ -29,7 +29,8 @@ ROLES = ("decomposer", "judge", "answerer")  # jobs with a setting of their own
 def chat_model(spec: str | None = None) -> ChatModel:
     """The chat model the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
-    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.model_cache)
+    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.model_cache,
+                       settings.timeout)
 
 
 def role_model(role: str) -> ChatModel:
@@ -50,7 +51,8 @@ def role_model(role: str) -> ChatModel:
 def embedder(spec: str | None = None) -> Embedder:
     """The embedder the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
-    return _embedder(spec or settings.embedder, settings.threads, settings.ollama_host, settings.model_cache)
+    return _embedder(spec or settings.embedder, settings.threads, settings.ollama_host, settings.model_cache,
+                     settings.timeout)
 
 
 def reranker(spec: str | None = None) -> Reranker:
@@ -66,7 +68,8 @@ def reply_store(model_cache: str | None = None) -> ReplyCache | None:
 
 
 @cache
-def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = "") -> ChatModel:
+def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = "",
+                timeout: float = DEFAULT_TIMEOUT) -> ChatModel:
     kind, argument = split_spec(spec)
     replies = reply_store(model_cache)
     if kind == "local":
@@ -76,20 +79,21 @@ def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = ""
             raise ConfigError("RAGKIT_LLM=gguf needs a path: gguf:/full/path/to/model.gguf")
         return LlamaCppChat(argument, threads=threads, replies=replies)
     if kind == "ollama":
-        return OllamaChat(argument, host=ollama_host)
+        return OllamaChat(argument, host=ollama_host, timeout=timeout)
     if kind == "openai":
-        return OpenAIChat(argument or "gpt-4o-mini", **openai_settings())
+        return OpenAIChat(argument or "gpt-4o-mini", **openai_settings(), timeout=timeout)
     raise ConfigError(f"unknown chat backend {spec!r}: use one of {', '.join(LLM_KINDS)} "
                       "(e.g. RAGKIT_LLM=ollama:qwen2.5:3b-instruct)")
 
 
 @cache
-def _embedder(spec: str, threads: int, ollama_host: str, model_cache: str = "") -> Embedder:
-    embedder = _load_embedder(spec, threads, ollama_host)
+def _embedder(spec: str, threads: int, ollama_host: str, model_cache: str = "",
+              timeout: float = DEFAULT_TIMEOUT) -> Embedder:
+    embedder = _load_embedder(spec, threads, ollama_host, timeout)
     return CachedEmbedder(embedder, Path(model_cache) / "embeddings") if model_cache else embedder
 
 
-def _load_embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
+def _load_embedder(spec: str, threads: int, ollama_host: str, timeout: float = DEFAULT_TIMEOUT) -> Embedder:
     kind, argument = split_spec(spec)
     if kind == "e5":
         return E5Embedder(threads=threads)
@@ -98,9 +102,9 @@ def _load_embedder(spec: str, threads: int, ollama_host: str) -> Embedder:
     if kind == "flag":
         return FlagModelEmbedder(argument or None, threads=threads)
     if kind == "ollama":
-        return OllamaEmbedder(argument, host=ollama_host)
+        return OllamaEmbedder(argument, host=ollama_host, timeout=timeout)
     if kind == "openai":
-        return OpenAIEmbedder(argument or "text-embedding-3-small", **openai_settings())
+        return OpenAIEmbedder(argument or "text-embedding-3-small", **openai_settings(), timeout=timeout)
     raise ConfigError(f"unknown embedder {spec!r}: use one of {', '.join(EMBEDDER_KINDS)} "
                       "(e.g. RAGKIT_EMBEDDER=minilm)")
 

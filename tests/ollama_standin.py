@@ -5,12 +5,15 @@ client parses (see ollama/_types.py: ListResponse, ChatResponse, EmbedResponse, 
 GET /api/tags, GET /api/version, POST /api/chat (non-streaming) and POST /api/embed. It runs no
 model: chat replies and embeddings are deterministic functions of the request, so tests can check
 exactly what went over the wire. It listens on 127.0.0.1 only, in a background thread.
+
+SilentServer is the other case a client must survive: a server that accepts connections and never answers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -58,6 +61,41 @@ class OllamaStandIn:
     def calls(self, path: str) -> list[dict]:
         """Bodies of the requests received on one path, oldest first."""
         return [body for _, p, body in self.requests if p == path]
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1:<free port> that accepts every connection, reads nothing and never answers."""
+
+    def __init__(self):
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.settimeout(0.05)  # so the accepting thread notices stop() soon
+        self._connections: list[socket.socket] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The base URL to give a client."""
+        return f"http://127.0.0.1:{self._socket.getsockname()[1]}"
+
+    def __enter__(self) -> "SilentServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)
+        for connection in self._connections:
+            connection.close()
+        self._socket.close()
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            self._connections.append(connection)  # kept open, so the client waits for an answer
 
 
 def reply_text(messages: list[dict], fmt) -> str:

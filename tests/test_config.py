@@ -70,6 +70,23 @@ def test_the_default_ragkit_toml_stays_optional(monkeypatch, no_file):
     assert load_settings({}) == Settings()
 
 
+def test_timeout_defaults_to_120_seconds_and_follows_its_variable_and_the_toml(tmp_path, no_file):
+    assert load_settings({}, no_file).timeout == 120
+    assert load_settings({"RAGKIT_TIMEOUT": "0.5"}, no_file).timeout == 0.5
+    assert load_settings({}, write_toml(tmp_path, "timeout = 30\n")).timeout == 30.0
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5", "soon", "nan", "inf"])
+def test_a_timeout_that_is_not_seconds_above_zero_is_refused(no_file, timeout):
+    with pytest.raises(ConfigError, match=f"timeout must be a number of seconds above 0.*got '{timeout}'"):
+        load_settings({"RAGKIT_TIMEOUT": timeout}, no_file)
+
+
+def test_a_timeout_of_the_wrong_type_in_the_toml_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="timeout must be a number of seconds"):
+        load_settings({}, write_toml(tmp_path, "timeout = true\n"))
+
+
 @pytest.mark.parametrize("store, advice", [
     ("memory", "write RAGKIT_STORE=:memory: (with both colons)"),
     ("mem", "RAGKIT_STORE=:memory:"),

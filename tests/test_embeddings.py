@@ -5,7 +5,8 @@ import pytest
 
 from ragkit.embeddings import (E5Embedder, FlagModelEmbedder, SentenceTransformerEmbedder, minilm_path,
                                unit_rows)
-from ragkit.errors import ModelNotFound
+from ragkit.errors import BackendUnreachable, ModelNotFound
+from tests.ollama_standin import SilentServer
 
 EN = "Employees get twenty-five days of paid annual leave per year."
 VI = "Nhân viên được hưởng hai mươi lăm ngày nghỉ phép có lương mỗi năm."
@@ -93,3 +94,11 @@ def test_a_model_directory_that_does_not_exist_is_model_not_found(cls, tmp_path)
 def test_a_missing_directory_through_ragkit_models(fresh_models, tmp_path):
     with pytest.raises(ModelNotFound, match=str(tmp_path / "nothere")):
         fresh_models.embedder(f"st:{tmp_path / 'nothere'}")
+
+
+def test_an_openai_endpoint_that_never_answers_times_out(fresh_models, monkeypatch):
+    monkeypatch.setenv("RAGKIT_TIMEOUT", "0.5")
+    with SilentServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        with pytest.raises(BackendUnreachable, match="did not answer within 0.5 s.*RAGKIT_TIMEOUT"):
+            fresh_models.embedder("openai:m")

@@ -2,12 +2,14 @@
 
 import json
 import os
+import time
 
 import pytest
 
 from ragkit import load_docs, models
 from ragkit.errors import BackendError, BackendUnreachable
 from ragkit.llm import SMOLLM2_FILE, ChatReply, LlamaCppChat, OpenAIChat, smollm2_path
+from tests.ollama_standin import SilentServer
 
 YES_NO = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
           "required": ["answer"]}
@@ -106,6 +108,24 @@ def test_an_endpoint_that_is_down_is_unreachable_and_named(free_port):
     url = f"http://127.0.0.1:{free_port}/v1"
     with pytest.raises(BackendUnreachable, match=f"no OpenAI-compatible server answers at {url}"):
         OpenAIChat("m", base_url=url, api_key=None).chat("hello", max_tokens=2)
+
+
+def test_an_endpoint_that_never_answers_times_out_and_names_the_setting():
+    with SilentServer() as server:
+        url = f"{server.url}/v1"
+        started = time.perf_counter()
+        with pytest.raises(BackendUnreachable, match=f"{url} did not answer within 0.5 s.*RAGKIT_TIMEOUT"):
+            OpenAIChat("m", base_url=url, api_key=None, timeout=0.5).chat("hello", max_tokens=2)
+        assert time.perf_counter() - started < 5  # two tries (max_retries=1) of 0.5 s and a short back-off
+
+
+def test_ragkit_timeout_reaches_the_openai_client(fresh_models, monkeypatch, free_port):
+    monkeypatch.setenv("RAGKIT_LLM", "openai:m")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{free_port}/v1")
+    monkeypatch.setenv("RAGKIT_TIMEOUT", "7.5")
+    assert fresh_models.chat_model()._client.timeout == 7.5
+    monkeypatch.delenv("RAGKIT_TIMEOUT")
+    assert fresh_models.chat_model()._client.timeout == 120
 
 
 def test_openai_without_key_or_base_url_is_an_error(fresh_models):

@@ -4,15 +4,16 @@ There is no Ollama server here: the stand-in speaks Ollama's HTTP API and runs n
 """
 
 import json
+import time
 import urllib.request
 
 import numpy as np
 import pytest
 
-from ragkit.embeddings import OllamaEmbedder
+from ragkit.embeddings import OLLAMA_EMBED_BATCH, OllamaEmbedder
 from ragkit.errors import BackendError, BackendUnreachable, ModelNotFound
-from ragkit.llm import OllamaChat, pick_ollama_model
-from tests.ollama_standin import REPLY_PREFIX, OllamaStandIn, embedding
+from ragkit.llm import OllamaChat, ollama_client, pick_ollama_model
+from tests.ollama_standin import REPLY_PREFIX, OllamaStandIn, SilentServer, embedding
 
 
 def test_the_standin_speaks_ollamas_list_format(ollama_standin):
@@ -165,3 +166,40 @@ def test_ragkit_models_with_ollama_down(fresh_models, monkeypatch, free_port):
     monkeypatch.setenv("RAGKIT_OLLAMA_HOST", f"127.0.0.1:{free_port}")
     with pytest.raises(BackendUnreachable, match=f"http://127.0.0.1:{free_port}"):
         fresh_models.chat_model()
+
+
+@pytest.mark.parametrize("backend", [OllamaChat, OllamaEmbedder])
+def test_a_server_that_never_answers_times_out_and_names_the_setting(backend):
+    with SilentServer() as server:
+        started = time.perf_counter()
+        with pytest.raises(BackendUnreachable, match=f"Ollama at {server.url} did not answer within 0.5 s") as err:
+            backend(host=server.url, timeout=0.5)
+        assert time.perf_counter() - started < 5
+    assert "RAGKIT_TIMEOUT" in str(err.value)
+
+
+def test_ragkit_timeout_reaches_the_ollama_client(fresh_models, monkeypatch):
+    monkeypatch.setenv("RAGKIT_LLM", "ollama")
+    monkeypatch.setenv("RAGKIT_TIMEOUT", "0.5")
+    with SilentServer() as server:
+        monkeypatch.setenv("RAGKIT_OLLAMA_HOST", server.url)
+        with pytest.raises(BackendUnreachable, match="within 0.5 s"):
+            fresh_models.chat_model()
+
+
+def test_a_reply_that_hangs_after_the_model_list_times_out_too(ollama_standin):
+    chat = OllamaChat(host=ollama_standin.url, timeout=0.5)
+    with SilentServer() as server:
+        chat._client = ollama_client(server.url, 0.5)  # the server stops answering after the model list
+        with pytest.raises(BackendUnreachable, match="did not answer within 0.5 s"):
+            chat.chat("hello")
+
+
+def test_the_embedder_sends_a_long_list_in_batches(ollama_standin):
+    embedder = OllamaEmbedder(host=ollama_standin.url)
+    texts = [f"text {number}" for number in range(2 * OLLAMA_EMBED_BATCH + 3)]
+    sent = len(ollama_standin.calls("/api/embed"))
+    vectors = embedder.embed_passages(texts)
+    batches = [len(call["input"]) for call in ollama_standin.calls("/api/embed")[sent:]]
+    assert batches == [OLLAMA_EMBED_BATCH, OLLAMA_EMBED_BATCH, 3]
+    assert np.allclose(vectors[-1], embedder.embed_queries([texts[-1]])[0])
