@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from ragkit.config import DEFAULT_TIMEOUT, Settings, load_settings, openai_settings, split_spec
 from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEmbedder, OpenAIEmbedder,
@@ -24,6 +25,7 @@ LLM_KINDS = ("local", "gguf", "ollama", "openai")
 EMBEDDER_KINDS = ("e5", "minilm", "st", "flag", "ollama", "openai")
 RERANKER_KINDS = ("course", "ce", "flag", "llm")
 ROLES = ("decomposer", "judge", "answerer")  # jobs with a setting of their own
+HIDDEN = "***"  # what describe() shows in place of a URL's user, password and query values
 
 
 def chat_model(spec: str | None = None) -> ChatModel:
@@ -147,12 +149,29 @@ def course_reranker():
 
 
 def describe(settings: Settings | None = None) -> dict[str, str]:
-    """What each setting resolves to, safe to print: no keys, just names and addresses."""
+    """What each setting resolves to, safe to print: no keys, just names and addresses without credentials."""
     settings = settings or load_settings()
     openai = openai_settings()
     key = "set (hidden)" if openai["api_key"] else "not set"
     return {"llm": settings.llm, "embedder": settings.embedder, "reranker": settings.reranker,
-            "store": settings.store, **{role: getattr(settings, role) or "(the chat model)" for role in ROLES},
-            "threads": str(settings.threads), "ollama_host": settings.ollama_host,
-            "openai_base_url": openai["base_url"] or "(OpenAI default)",
+            "store": masked_url(settings.store),
+            **{role: getattr(settings, role) or "(the chat model)" for role in ROLES},
+            "threads": str(settings.threads), "ollama_host": masked_url(settings.ollama_host),
+            "openai_base_url": masked_url(openai["base_url"] or "(OpenAI default)"),
             "openai_api_key": key}
+
+
+def masked_url(text: str) -> str:
+    """A URL with its user, password, query values and fragment shown as ***; text that is not a URL unchanged."""
+    if "://" not in text:
+        return text
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # e.g. an unclosed [ipv6 bracket: show nothing of it rather than fail
+        return HIDDEN
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{HIDDEN}@{netloc.rpartition('@')[2]}"
+    query = "&".join(f"{item.partition('=')[0]}={HIDDEN}" if "=" in item else HIDDEN
+                     for item in parts.query.split("&")) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, HIDDEN if parts.fragment else ""))

@@ -267,6 +267,29 @@ def test_describe_reports_a_missing_key_and_the_settings(fresh_models, monkeypat
     assert described["decomposer"] == described["judge"] == described["answerer"] == "(the chat model)"
 
 
+@pytest.mark.parametrize("url, shown", [
+    ("http://user:secret@gpu-box:1234/v1", "http://***@gpu-box:1234/v1"),
+    ("http://token-only@gpu-box:1234/v1", "http://***@gpu-box:1234/v1"),
+    ("https://api.example.com/v1?api-key=secret&region=eu", "https://api.example.com/v1?api-key=***&region=***"),
+    ("https://api.example.com/v1?secret", "https://api.example.com/v1?***"),
+    ("http://127.0.0.1:11434", "http://127.0.0.1:11434"),
+])
+def test_describe_masks_credentials_in_every_url_it_prints(fresh_models, monkeypatch, url, shown):
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("RAGKIT_OLLAMA_HOST", url)
+    monkeypatch.setenv("RAGKIT_STORE", url)
+    described = fresh_models.describe()
+    assert described["openai_base_url"] == described["ollama_host"] == described["store"] == shown
+    assert not any("secret" in value for value in described.values())
+
+
+def test_describe_leaves_values_that_are_not_urls_as_they_are(fresh_models, monkeypatch):
+    monkeypatch.setenv("RAGKIT_STORE", "./qdrant")
+    described = fresh_models.describe()
+    assert (described["store"], described["openai_base_url"]) == ("./qdrant", "(OpenAI default)")
+    assert fresh_models.masked_url("http://user:pw@[::1") == "***"  # unreadable: shown as nothing of it
+
+
 @pytest.mark.parametrize("line", ["threads = [1]", "llm = 3", "store = true"])
 def test_a_setting_of_the_wrong_type_is_a_config_error(tmp_path, line):
     config = tmp_path / "ragkit.toml"
