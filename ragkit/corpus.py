@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,8 +143,9 @@ def check_docs(docs: list[Doc]) -> list[Doc]:
     return docs
 
 
-def load_questions(path: str | Path = DATA_DIR / "questions.jsonl") -> list[Question]:
-    """Load gold questions from JSONL (fields as in data/README.md)."""
+def load_questions(path: str | Path = DATA_DIR / "questions.jsonl", *,
+                   corpus: Sequence[Doc] | None = None) -> list[Question]:
+    """Load gold questions from JSONL (fields as in data/README.md); with a corpus, every relevant id must be in it."""
     questions = []
     for number, record in enumerate(read_jsonl(path), start=1):
         if not {"id", "query", "relevant"} <= record.keys():
@@ -162,7 +164,31 @@ def load_questions(path: str | Path = DATA_DIR / "questions.jsonl") -> list[Ques
                 extra={k: v for k, v in record.items() if k not in core},
             )
         )
+    try:
+        return check_questions(questions, corpus)
+    except CorpusError as err:
+        raise CorpusError(f"{path}: {err}") from None
+
+
+def check_questions(questions: list[Question], corpus: Sequence[Doc] | None = None) -> list[Question]:
+    """Refuse repeated question ids and, given a corpus, relevant ids it lacks; return questions unchanged."""
+    repeated = sorted(str(qid) for qid, times in Counter(q.id for q in questions).items() if times > 1)
+    if repeated:
+        raise CorpusError(f"question ids used more than once: {_first_few(repeated)}; give each question its own id")
+    if corpus is not None:
+        known = {doc.id for doc in corpus}
+        unknown = [f"{q.id} -> {', '.join(map(str, ids))}" for q in questions
+                   if (ids := [rid for rid in q.relevant if rid not in known])]
+        if unknown:
+            raise CorpusError(f"relevant ids not in the corpus ({_first_few(unknown, '; ')}): such a question "
+                              "always scores 0; fix the ids or load the corpus the questions were written for")
     return questions
+
+
+def _first_few(items: list[str], separator: str = ", ", shown: int = 5) -> str:
+    """The first few items joined, and how many more there are."""
+    more = f"{separator}and {len(items) - shown} more" if len(items) > shown else ""
+    return separator.join(items[:shown]) + more
 
 
 def passage_text(doc: Doc) -> str:

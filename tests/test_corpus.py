@@ -171,6 +171,38 @@ def test_relevant_given_as_a_string_is_refused_not_split_into_letters(tmp_path):
         load_questions(path)
 
 
+def test_a_question_id_used_twice_is_named(tmp_path):
+    records = [{"id": "q1", "query": "leave?", "relevant": []}, {"id": "q2", "query": "VPN?", "relevant": []},
+               {"id": "q1", "query": "sick?", "relevant": []}]
+    path = write_lines(tmp_path, records, name="questions.jsonl")
+    with pytest.raises(CorpusError, match=r"questions\.jsonl: question ids used more than once: q1;"):
+        load_questions(path)
+
+
+def test_relevant_ids_missing_from_the_corpus_are_named(tmp_path):
+    corpus = [Doc("en-annual-01", "Annual leave is 25 days.")]
+    records = [{"id": "q1", "query": "leave?", "relevant": ["en-annual-01", "en-annual-99"]},
+               {"id": "q2", "query": "VPN?", "relevant": ["en-vpn-01"]}]
+    path = write_lines(tmp_path, records, name="questions.jsonl")
+    with pytest.raises(CorpusError, match=r"not in the corpus \(q1 -> en-annual-99; q2 -> en-vpn-01\)"):
+        load_questions(path, corpus=corpus)
+    assert len(load_questions(path)) == 2  # without a corpus there is nothing to check them against
+
+
+def test_a_long_list_of_missing_ids_is_cut_short(tmp_path):
+    records = [{"id": f"q{n}", "query": "leave?", "relevant": [f"d{n}"]} for n in range(8)]
+    path = write_lines(tmp_path, records, name="questions.jsonl")
+    with pytest.raises(CorpusError, match=r"q4 -> d4; and 3 more\)"):
+        load_questions(path, corpus=[Doc("other", "text")])
+
+
+@pytest.mark.parametrize("questions_file, corpus_file", [("questions.jsonl", "handbook.jsonl"),
+                                                         ("multihop_questions.jsonl", "multihop_kb.jsonl")])
+def test_the_course_questions_name_only_docs_of_their_corpus(questions_file, corpus_file):
+    checked = load_questions(DATA_DIR / questions_file, corpus=load_docs(DATA_DIR / corpus_file))
+    assert checked == load_questions(DATA_DIR / questions_file)
+
+
 # The multi-hop knowledge base and its questions (data/README.md, lessons 06 and 07).
 
 MULTIHOP_KB = DATA_DIR / "multihop_kb.jsonl"
