@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rec = StageRecorder()
     kb = load_docs(DATA_DIR / "multihop_kb.jsonl")
-    questions = load_questions(DATA_DIR / "multihop_questions.jsonl")
+    questions = load_questions(DATA_DIR / "multihop_questions.jsonl", corpus=kb)
     with rec.stage("index (BM25 + e5)", items=len(kb)):
         hybrid = HybridIndex([BM25Index(kb, tokenizer=search_tokenize).search, DenseIndex(kb, collection="kb").search],
                              depth=30).search

@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            for q in train]))
     chosen = max(grid, key=grid.get)  # max keeps the first of equals: the grid runs from simple to elaborate
     kb = load_docs(DATA_DIR / "multihop_kb.jsonl")
-    course = load_questions(DATA_DIR / "multihop_questions.jsonl")
+    course = load_questions(DATA_DIR / "multihop_questions.jsonl", corpus=kb)
     course_search = hybrid_over(kb, rec, "course", embedder)
     course_plans = plan_all(course, decomposer, rec, "course")
     course_grid = grid_scores(course, course_plans, course_search, embedder)
