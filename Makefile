@@ -22,7 +22,7 @@ SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
 TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: print-test-env install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see "Offline rooms" in the README); without WHEELHOUSE pip installs from PyPI.
@@ -71,6 +71,10 @@ SPECIALISTS ?=
 specialists: $(STAMP)
 	$(BIN)/python -m ragkit.specialists $(SPECIALISTS)
 
+# The chat model dequantised for transformers (lesson 09 fine-tunes it), made once under .cache/ (~30 s).
+base-model: $(STAMP)
+	$(BIN)/python -c "from ragkit.finetune import prepare_base; print(prepare_base())"
+
 lab: $(STAMP) reranker
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons
 
@@ -84,7 +88,7 @@ unit: $(STAMP)
 # The store starts empty on every run, so the models still compute every output once. The path is absolute:
 # nbval starts each kernel in its notebook's folder.
 MODEL_CACHE := .cache/nbval-models
-notebooks: $(STAMP) reranker
+notebooks: $(STAMP) reranker base-model
 	rm -rf $(MODEL_CACHE)
 	$(TEST_ENV) RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q \
 	  --junitxml=.cache/nbval.xml; status=$$?; $(BIN)/python tests/nbval_times.py .cache/nbval.xml; exit $$status
@@ -107,7 +111,7 @@ PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_
 RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb
 RESEEDED_ONE_THREAD := lessons/09_specialists.ipynb
 PORTABLE_STORE := .cache/portable-qdrant
-test-portable: $(STAMP) reranker
+test-portable: $(STAMP) reranker base-model
 	rm -rf $(PORTABLE_STORE)
 	$(PORTABLE) HARNESS_EMBEDDING_NOISE=1e-2 HARNESS_SCORE_NOISE=1e-3 RAGKIT_STORE=$(CURDIR)/$(PORTABLE_STORE) \
 	  $(BIN)/python -m pytest $(PORTABLE_NBVAL) $(PERTURBED) -q
@@ -133,7 +137,7 @@ test-offline: $(WHEELHOUSE_DIR)/.complete
 # Re-run every notebook in place (after changing a lesson), then commit the outputs. The chat model's
 # fingerprint on this machine goes to tests/recorded_chat.json (see tests/chat_fingerprint.py).
 NOTEBOOKS ?= $(wildcard lessons/*.ipynb solutions/*.ipynb)
-execute: $(STAMP) reranker
+execute: $(STAMP) reranker base-model
 	$(TEST_ENV) $(BIN)/python -m tests.chat_fingerprint --record
 	for nb in $(NOTEBOOKS); do \
 	  $(TEST_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \

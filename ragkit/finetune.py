@@ -103,10 +103,19 @@ def load_base(*, threads: int = 2) -> tuple[object, object]:
 
     Taught in lessons/09_specialists.ipynb.
     """
+    return load_model(prepare_base(), threads=threads)
+
+
+def prepare_base() -> Path:
+    """The folder of the default chat model dequantised for transformers, made the first time (~30 s).
+
+    `make test` runs this before the notebooks: the conversion draws a progress bar that a notebook would show as
+    one more output.
+    """
     folder = base_model_dir()
     if not (folder / "config.json").exists():
         dequantise_gguf(smollm2_path(), folder)
-    return load_model(folder, threads=threads)
+    return folder
 
 
 def base_model_dir(gguf: str | Path | None = None) -> Path:

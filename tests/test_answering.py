@@ -73,4 +73,4 @@ def test_evaluate_reader_scores_answers_and_groundedness_per_question():
 def test_the_real_reader_answers_from_the_passage(local_chat):
     reading = read("After how many days of sick leave is a doctor's note needed?", [SICK], chat=local_chat)
     assert reading.answer and "\n" not in reading.answer and reading.seconds > 0
-    assert groundedness(reading.answer, reading.context_text).share is not None
+    assert groundedness(reading.answer, reading.context_text).share > 0  # it answers with words of the passage

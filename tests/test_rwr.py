@@ -413,8 +413,10 @@ def recorded(monkeypatch, chat) -> list:
 
 
 def expected_verdict(step: str, reply: str) -> tuple[str, str]:
-    """(verdict, correction) the docs promise for a verdict reply: 'corrected' needs a new, non-empty step."""
-    found, correction, _ = parse_verdict(reply)
+    """(verdict, correction) the docs promise for a schema-constrained JSON reply, read with json alone (not with
+    the parser under test): 'corrected' needs a new, non-empty step."""
+    written = json.loads(reply)
+    found, correction = written["verdict"], str(written.get("corrected_step") or "").strip().strip("\"'“”`").strip()
     if found != "corrected":
         return found, ""
     return ("corrected", correction) if correction and step_key(correction) != step_key(step) else ("unverified", "")
