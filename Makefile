@@ -81,7 +81,7 @@ lab: $(STAMP) reranker
 test: unit notebooks
 
 unit: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest tests -q
+	$(TEST_ENV) $(BIN)/python -m pytest tests -q --durations=10
 
 # Lessons run before their solutions; within one run a notebook reuses the chat replies, embeddings and
 # reranker scores an earlier one got for the same input (the same model and input give the same output).
