@@ -98,8 +98,10 @@ notebooks: $(STAMP) reranker base-model
 # by 1e-3 (what another CPU's kernels do to them), with an on-disk Qdrant folder; then the chat
 # lessons with the chat model's seed changed, so that its replies differ. The perturbed run is on one thread, as
 # are lesson 09's reseeded cells: on the default two, its fine-tuning cell ran 3x slower beside the loaded chat
-# model and once returned an output field the committed run does not have (2026-12-01). Lessons 03, 06 and 07
-# have no training cell and run reseeded on the default threads (547 s on a fresh clone, README). The model
+# model and once returned an output field the committed run does not have (2026-12-01; that field was the progress
+# bar of the chat model's first conversion for transformers, which base-model now does before any notebook).
+# Lessons 03, 06 and 07 have no training cell and run reseeded on the default threads (242 s on a fresh clone in a
+# fast hour, README). The model
 # store of `make notebooks` is reused: a chat reply depends only on its request, and perturbed vectors and
 # scores are stored apart.
 PORTABLE_ENV := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
