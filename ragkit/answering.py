@@ -11,16 +11,16 @@ Taught in lessons/08_evaluation.ipynb (section 6).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ragkit import models
 from ragkit.corpus import Hit, Question
-from ragkit.evaluate import Evaluation, answers_of, exact_match, token_f1
+from ragkit.evaluate import Evaluation, answers_of, exact_match, mean, token_f1
 from ragkit.llm import ChatModel
-from ragkit.reasoning import excerpts_text
+from ragkit.passages import excerpts_text
+from ragkit.replies import ANSWER_PATTERN
 from ragkit.text import tokenize
 
 READER_INSTRUCTION = ("Answer the question from the passages. Reply with the short answer only (a number, a "
@@ -34,7 +34,6 @@ HANDBOOK_EXAMPLE = [
     {"role": "assistant", "content": "until 21:00"},
 ]
 NO_PASSAGES = "(no passages)"
-_ANSWER_LEAD = re.compile(r"^\s*(?:(?:so\s*,?\s*)?the\s+)?(?:short\s+)?answer\b(?:\s+is)?\s*[:\-]?\s*", re.I)
 
 
 @dataclass(frozen=True)
@@ -71,8 +70,9 @@ def reader_prompt(question: str, hits: Sequence[Hit], *, examples: Sequence[dict
 
 def short_answer(text: str) -> str:
     """The first line of a reply without an 'Answer:' lead, quotes or a final period."""
-    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
-    return _ANSWER_LEAD.sub("", line, count=1).strip().strip("\"'“”`*").rstrip(".").strip()
+    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "").strip()
+    lead = ANSWER_PATTERN.match(line)
+    return line[lead.end() if lead else 0:].strip().strip("\"'“”`*").rstrip(".").strip()
 
 
 def read(question: str, hits: Sequence[Hit], *, chat: ChatModel | None = None,
@@ -84,7 +84,8 @@ def read(question: str, hits: Sequence[Hit], *, chat: ChatModel | None = None,
     prompt = reader_prompt(question, hits, examples=examples)
     started = time.perf_counter()
     reply = chat.chat(prompt, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
-    return Reading(short_answer(reply.text), tuple(hits), passages_text(hits), reply.text, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return Reading(short_answer(reply.text), tuple(hits), passages_text(hits), reply.text, seconds)
 
 
 def content_words(text: str) -> list[str]:
@@ -100,10 +101,6 @@ def groundedness(answer: str, context: str) -> Grounding:
     known = set(content_words(context))
     unsupported = tuple(word for word in words if word not in known)
     return Grounding(1 - len(unsupported) / len(words), unsupported)
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
 
 
 def evaluate_reader(context_of: Callable[[Question], Sequence[Hit]], gold: Sequence[Question], *,
@@ -124,6 +121,6 @@ def evaluate_reader(context_of: Callable[[Question], Sequence[Hit]], gold: Seque
                      "unsupported": grounding.unsupported, "prediction": reading.answer,
                      "context": tuple(hit.id for hit in reading.context), "seconds": time.perf_counter() - started})
     shares = [row["grounded"] for row in rows if row["grounded"] is not None]
-    means = {"exact_match": _mean([row["exact_match"] for row in rows]), "f1": _mean([row["f1"] for row in rows]),
-             "grounded": _mean(shares)}
-    return Evaluation(means, tuple(rows), _mean([row["seconds"] for row in rows]))
+    means = {"exact_match": mean([row["exact_match"] for row in rows]), "f1": mean([row["f1"] for row in rows]),
+             "grounded": mean(shares)}
+    return Evaluation(means, tuple(rows), mean([row["seconds"] for row in rows]))

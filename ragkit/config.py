@@ -50,6 +50,9 @@ class Settings:
     answerer: str = ""
 
 
+ROLES = ("decomposer", "judge", "answerer")  # the settings above that choose a model per job (ragkit.roles)
+
+
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:
     """Defaults, overridden by ragkit.toml (or RAGKIT_CONFIG), overridden by RAGKIT_* variables."""
     environ = _environ(environ)

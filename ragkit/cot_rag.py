@@ -16,12 +16,23 @@ import re
 import time
 from dataclasses import dataclass
 
-from ragkit import models
-from ragkit.corpus import Hit, check_query
+from ragkit import models, roles
+from ragkit.corpus import Hit, Search, check_query
+from ragkit.few_shot import DECOMPOSE_EXAMPLES, DECOMPOSE_MARKERS, decompose_example_texts
+from ragkit.jobs import decomposer_messages
 from ragkit.llm import ChatModel
-from ragkit.reasoning import (Meter, Search, check_max_steps, clean_item, copy_warnings, drop_repeats,
-                              excerpts_text, json_items, length_warning, list_grammar, marked_lines, models_used,
-                              pick_constraint, safe_search, shorten, step_key, unique_ids)
+from ragkit.passages import excerpts_text, shorten
+from ragkit.reasoning import Meter, Run, check_max_steps, models_used, safe_search, served_job, unique_ids
+from ragkit.replies import (
+    clean_item,
+    copy_warnings,
+    length_warning,
+    list_grammar,
+    parse_steps,
+    pick_constraint,
+    step_key,
+    steps_schema,
+)
 from ragkit.trace import hit_lines, html_table, warning_html, warning_lines
 
 NOT_FOUND = "not found in context"
@@ -29,17 +40,6 @@ NO_CONTEXT_WARNING = "no context was retrieved in any step: the answer may be fa
 NOTHING_FOUND_WARNING = "no step found its answer in the retrieved context: the answer may be fabricated"
 FALLBACK_WARNING = "no steps could be read from the model's reply; used the question itself as the only step"
 
-# Few-shot examples about animals: a domain far from the course data, so a copied entity is visible.
-DECOMPOSE_EXAMPLES = (
-    ("Does the animal that eats eucalyptus leaves live on the same continent as the kiwi bird?",
-     ("Which animal eats eucalyptus leaves?", "On which continent does the koala live?",
-      "On which continent does the kiwi bird live?")),
-    ("How many legs does the insect that makes honey have?",
-     ("Which insect makes honey?", "How many legs does a honey bee have?")),
-)
-# Words only the examples' domain uses: a step with one the question lacks copied an example's pattern.
-EXAMPLE_MARKERS = frozenset({"animal", "eucalyptus", "kiwi", "koala", "koalas", "continent", "legs",
-                             "insect", "honey", "bee", "bees"})
 DECOMPOSE_SYSTEM = ("Split the question into at most {n} short questions, each answered by looking up one "
                     "fact. Ask them in order: a later question may use the answer of an earlier one. {form}")
 DECOMPOSE_FORMS = {"list": "Reply with a numbered list only.",
@@ -95,18 +95,13 @@ class CoTStep:
 
 
 @dataclass(frozen=True)
-class CoTResult:
+class CoTResult(Run):
     """A CoT-RAG run: the steps with their evidence, the cited answer, its cost and what went wrong."""
 
-    question: str
     answer: str
     steps: tuple[CoTStep, ...]
     sources: tuple[str, ...]
     total_chunks: int
-    tokens: int
-    latency: float
-    model: str
-    warnings: tuple[str, ...] = ()
     plan: str = ""
 
     @property
@@ -158,7 +153,7 @@ def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, dec
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     started, meter = time.perf_counter(), Meter(chat or models.chat_model())
-    planner = Meter(decomposer or chat or models.role_model("decomposer"))
+    planner = Meter(decomposer or chat or roles.role_model("decomposer"))
     thoughts, plan, warnings = decompose(question, planner, max_steps=max_steps, constrain=constrain,
                                          max_tokens=max_tokens)
     meter.tokens += planner.tokens
@@ -171,9 +166,9 @@ def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, dec
         warnings += [f"step {number}: {note}" for note in notes]
     answer, notes = synthesize(question, steps, meter, max_tokens=max_tokens)
     warnings += notes
-    return CoTResult(question, answer, tuple(steps), unique_ids([s.excerpts for s in steps]),
-                     sum(len(s.excerpts) for s in steps), meter.tokens, time.perf_counter() - started,
-                     models_used(meter, plan=planner), tuple(warnings), plan)
+    return CoTResult(answer, tuple(steps), unique_ids([s.excerpts for s in steps]), sum(len(s.excerpts) for s in steps),
+                     plan, question=question, tokens=meter.tokens, latency=time.perf_counter() - started,
+                     model=models_used(meter, plan=planner), warnings=tuple(warnings))
 
 
 def decompose_prompt(question: str, *, max_steps: int, form: str = "list") -> list[dict]:
@@ -187,54 +182,34 @@ def decompose_prompt(question: str, *, max_steps: int, form: str = "list") -> li
     return messages + [{"role": "user", "content": question}]
 
 
-def steps_schema(max_steps: int) -> dict:
-    """JSON schema for {"steps": [1..max_steps short strings]}."""
-    item = {"type": "string", "minLength": 3, "maxLength": 150}
-    steps = {"type": "array", "items": item, "minItems": 1, "maxItems": max_steps}
-    return {"type": "object", "properties": {"steps": steps}, "required": ["steps"]}
-
-
-def decompose(question: str, meter: Meter, *, max_steps: int, constrain: str = "auto",
+def decompose(question: str, chat: ChatModel, *, max_steps: int, constrain: str = "auto",
               max_tokens: int = 120) -> tuple[list[str], str, list[str]]:
-    """Reasoning steps for the question, the raw reply and warnings; the question itself if none parse."""
-    mode = pick_constraint(meter.inner, constrain)
-    options = {"grammar": list_grammar(max_steps)} if mode == "grammar" else (
-        {"json_schema": steps_schema(max_steps)} if mode == "json" else {})
-    prompt = decompose_prompt(question, max_steps=max_steps, form="json" if mode == "json" else "list")
-    reply = meter.chat(prompt, max_tokens=max_tokens, **options)
+    """Reasoning steps for the question, the raw reply and warnings; the question itself if none parse.
+
+    A decomposer specialist is asked in its own job's prompt; any other chat model few-shot, constrained as
+    `constrain` says. Wrap chat in a reasoning.Meter to count its tokens.
+    """
+    if served_job(chat) == "decomposer":
+        reply = chat.chat(decomposer_messages(question), max_tokens=max_tokens)
+        examples, markers = [], frozenset()  # it never saw the few-shot examples: nothing to copy
+    else:
+        prompt, options = few_shot_request(question, chat, max_steps=max_steps, constrain=constrain)
+        reply = chat.chat(prompt, max_tokens=max_tokens, **options)
+        examples, markers = decompose_example_texts(), DECOMPOSE_MARKERS
     warnings = length_warning(reply, "decomposing the question")
     steps, notes = parse_steps(reply.text, max_steps=max_steps)
     warnings += notes
     if not steps:
         return [question], reply.text, warnings + [FALLBACK_WARNING]
-    examples = [text for question_, steps_ in DECOMPOSE_EXAMPLES for text in (question_, *steps_)]
-    return steps, reply.text, warnings + copy_warnings(question, steps, examples, EXAMPLE_MARKERS)
+    return steps, reply.text, warnings + copy_warnings(question, steps, examples, markers)
 
 
-def parse_steps(text: str, *, max_steps: int) -> tuple[list[str], list[str]]:
-    """Steps from JSON, a numbered or bulleted list, broken JSON or bare question lines; never raises."""
-    items, problem = json_items(text)
-    warnings = [problem] if problem else []
-    if items is None and not problem:
-        items, warnings = _steps_without_json(text or "")
-    steps, notes = drop_repeats(items or [])
-    if len(steps) > max_steps:
-        notes.append(f"kept the first {max_steps} of {len(steps)} steps")
-    return steps[:max_steps], warnings + notes
-
-
-def _steps_without_json(text: str) -> tuple[list[str], list[str]]:
-    """Steps from a reply without valid JSON: its marked lines, else its quoted strings, else its questions."""
-    items = marked_lines(text)
-    if not items and '"' in text:
-        items = [clean_item(s) for s in re.findall(r'"((?:[^"\\\n]|\\.){3,})"', text) if s != "steps"]
-        if items:
-            return items, ["the reply was broken JSON; read the quoted strings in it as steps"]
-    if not items:
-        items = [clean_item(line) for line in text.splitlines() if line.strip().endswith("?")]
-        if items:
-            return items, ["the reply had no numbered list; read each question line in it as a step"]
-    return items, []
+def few_shot_request(question: str, chat: ChatModel, *, max_steps: int, constrain: str) -> tuple[list[dict], dict]:
+    """The few-shot decomposition prompt and its constraint: a numbered-list grammar or a JSON schema."""
+    mode = pick_constraint(getattr(chat, "inner", chat), constrain)
+    options = {"grammar": list_grammar(max_steps)} if mode == "grammar" else (
+        {"json_schema": steps_schema(max_steps)} if mode == "json" else {})
+    return decompose_prompt(question, max_steps=max_steps, form="json" if mode == "json" else "list"), options
 
 
 def run_step(number: int, thought: str, sub_query: str, search: Search, meter: Meter, *, k: int,

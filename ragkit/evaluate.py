@@ -124,6 +124,13 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+def answer_key(answer: str) -> str:
+    """What two answers must share to count as the same: SQuAD-normalised, 'yes, …' → 'yes'."""
+    key = normalize_answer(answer or "")
+    first = key.split()[0] if key else ""
+    return first if first in ("yes", "no") else key
+
+
 def _aliases(gold: str | Sequence[str]) -> list[str]:
     """The gold answers as a non-empty list."""
     aliases = [gold] if isinstance(gold, str) else list(gold)
@@ -230,14 +237,15 @@ def score_ranking(retrieved: Sequence[str], relevant: Relevance, *,
     return scores
 
 
-def _mean(values) -> float:
+def mean(values: Iterable[float]) -> float:
+    """The arithmetic mean; NaN for no values (there is no mean of nothing, and NaN cannot pass for a score)."""
     values = list(values)
-    return sum(values) / len(values) if values else 0.0
+    return sum(values) / len(values) if values else float("nan")
 
 
 def _means(rows: Sequence[dict], keys: Iterable[str]) -> dict[str, float]:
     """The mean of each key over the rows."""
-    return {key: _mean(row[key] for row in rows) for key in keys}
+    return {key: mean(row[key] for row in rows) for key in keys}
 
 
 def evaluate_pipeline(pipeline: Search, gold: Sequence[Question], *,
@@ -257,7 +265,7 @@ def evaluate_pipeline(pipeline: Search, gold: Sequence[Question], *,
             raise ValueError(f"question {question.id!r}: {err}") from None
         rows.append({"id": question.id, **scores, "retrieved": tuple(ids), "seconds": seconds})
     means = _means(rows, metric_keys(metrics, ks=ks))
-    return Evaluation(means, tuple(rows), _mean(row["seconds"] for row in rows))
+    return Evaluation(means, tuple(rows), mean(row["seconds"] for row in rows))
 
 
 def evaluate_answers(answer_fn: Callable[[str], str], gold: Sequence[Question]) -> Evaluation:
@@ -273,11 +281,15 @@ def evaluate_answers(answer_fn: Callable[[str], str], gold: Sequence[Question]) 
             raise TypeError(f"answer_fn must return a string, got {type(prediction).__name__} for {question.id!r}")
         rows.append({"id": question.id, "exact_match": exact_match(prediction, answers),
                      "f1": token_f1(prediction, answers), "prediction": prediction, "seconds": seconds})
-    return Evaluation(_means(rows, ("exact_match", "f1")), tuple(rows), _mean(row["seconds"] for row in rows))
+    return Evaluation(_means(rows, ("exact_match", "f1")), tuple(rows), mean(row["seconds"] for row in rows))
 
 
-def evaluate_retrieval(search: Search, questions: Sequence[Question], *, ks: Sequence[int] = (1, 5)) -> dict[str, float]:
-    """Mean recall@k for each k, and MRR over the first max(ks) hits (mrr@max(ks)). Taught in lessons/01_bag_of_words.ipynb."""
+def evaluate_retrieval(search: Search, questions: Sequence[Question], *,
+                       ks: Sequence[int] = (1, 5)) -> dict[str, float]:
+    """Mean recall@k for each k, and MRR over the first max(ks) hits (mrr@max(ks)).
+
+    Taught in lessons/01_bag_of_words.ipynb.
+    """
     return evaluate_pipeline(search, questions, metrics=("recall", "mrr"), ks=ks).means
 
 

@@ -24,7 +24,8 @@ from typing import Callable, Iterator, Sequence
 from ragkit.config import cache_dir, package_version
 from ragkit.corpus import read_jsonl
 from ragkit.errors import ConfigError, CorpusError, ModelNotFound, TrainingError
-from ragkit.llm import ChatReply, Messages, as_messages, smollm2_path
+from ragkit.evaluate import mean
+from ragkit.llm import smollm2_path
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +305,7 @@ def train(records: Sequence[dict], *, config: FineTuneConfig = FineTuneConfig(),
     window = max(1, min(SMOOTHING, len(losses) // 4))
     report = TrainReport(config.method, len(batches), sum(map(len, batches)), len(examples), skipped, tokens,
                          answer_tokens, seconds, tokens / seconds if seconds else 0.0,
-                         _mean(losses[:window]), _mean(losses[-window:]), tuple(losses))
+                         mean(losses[:window]), mean(losses[-window:]), tuple(losses))
     log.info("fine-tuned %d steps in %.0f s (%.0f tokens/s), loss %.3f -> %.3f", report.steps, seconds,
              report.tokens_per_second, report.first_loss, report.last_loss)
     return Trained(model, tokenizer, report, config, base_identity(base))
@@ -394,10 +395,6 @@ def training_code() -> str:
                                                      pad_batch))
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
-
-
 def base_identity(base: str | Path | None) -> dict:
     """What a fine-tuned model was trained from: the default GGUF (name, size, sha256) or a folder."""
     return {"folder": str(Path(base).resolve())} if base else gguf_identity(smollm2_path())
@@ -481,71 +478,3 @@ def check_base(base: dict, path: str | Path) -> None:
         raise ModelNotFound(f"the model at {path} was trained on {base.get('gguf')} (sha256 "
                             f"{str(base.get('sha256'))[:12]}…), not on the installed {installed['gguf']} "
                             f"({installed['sha256'][:12]}…): train it again")
-
-
-# --- answering ---------------------------------------------------------------------------------------------
-
-
-class TransformersChat:
-    """A transformers causal LM answering through ChatModel: greedy at temperature 0, seeded sampling above.
-
-    json_schema and grammar are ignored (and logged): there is no constrained decoding here, and a
-    fine-tuned model's reply format is fixed by its training; ragkit's parsers read it. Taught in
-    lessons/09_specialists.ipynb.
-    """
-
-    def __init__(self, model, tokenizer, *, name: str, seed: int = 0):
-        self.model, self.tokenizer, self.name, self.seed = model, tokenizer, name, seed
-
-    def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
-             json_schema: dict | None = None, grammar: str | None = None, stop: Sequence[str] = ()) -> ChatReply:
-        """One chat completion, stopped at the end of turn, a stop string or max_tokens."""
-        import torch
-
-        if json_schema or grammar:
-            log.info("%s ignores json_schema/grammar: its reply format is fixed by its training", self.name)
-        prompt = self.tokenizer.apply_chat_template(as_messages(messages), tokenize=False, add_generation_prompt=True)
-        encoded = self.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")
-        inputs = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
-        started = time.perf_counter()
-        torch.manual_seed(self.seed)
-        with torch.inference_mode():
-            output = self.model.generate(**inputs, generation_config=self._generation(max_tokens, temperature),
-                                         stopping_criteria=self._stopping(inputs["input_ids"].shape[1], stop))
-        new = output[0, inputs["input_ids"].shape[1]:].tolist()
-        text, finish = self._text(new, max_tokens, stop)
-        return ChatReply(text=text, model=self.name, prompt_tokens=inputs["input_ids"].shape[1],
-                         completion_tokens=len(new), seconds=time.perf_counter() - started, finish_reason=finish)
-
-    def _generation(self, max_tokens: int, temperature: float):
-        from transformers import GenerationConfig
-
-        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 else {
-            "do_sample": False}
-        return GenerationConfig(max_new_tokens=max_tokens, eos_token_id=self.tokenizer.eos_token_id,
-                                pad_token_id=self.tokenizer.pad_token_id,
-                                bos_token_id=getattr(self.model.config, "bos_token_id", None), **sampling)
-
-    def _stopping(self, start: int, stop: Sequence[str]):
-        """Stop once the reply (not the prompt before it, unlike transformers' stop_strings) holds a stop string."""
-        import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList
-
-        stop, decode = [s for s in stop if s], self.tokenizer.decode
-
-        class StopStrings(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
-                texts = [decode(row[start:], skip_special_tokens=True) for row in input_ids]
-                return torch.tensor([any(s in text for s in stop) for text in texts])
-
-        return StoppingCriteriaList([StopStrings()] if stop else [])
-
-    def _text(self, new: list[int], max_tokens: int, stop: Sequence[str]) -> tuple[str, str]:
-        """The reply text (without end of turn or stop string) and why it ended: 'stop' or 'length'."""
-        ended = self.tokenizer.eos_token_id in new
-        text = self.tokenizer.decode(new[: new.index(self.tokenizer.eos_token_id)] if ended else new,
-                                     skip_special_tokens=True)
-        cuts = [text.index(s) for s in stop if s and s in text]
-        if cuts:
-            return text[: min(cuts)], "stop"
-        return text, "stop" if ended or len(new) < max_tokens else "length"

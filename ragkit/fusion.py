@@ -67,7 +67,10 @@ def lead_then_interleave(lead: Sequence[Hit], rankings: Sequence[Sequence[Hit]],
 
 def fuse_queries(search: Search, queries: Sequence[str], *, k: int = 5,
                  depth: int = 20, rrf_k: int = RRF_K) -> list[Hit]:
-    """Run one search per query (depth hits each) and fuse the lists with RRF. Taught in lessons/03_query_rewriting.ipynb."""
+    """Run one search per query (depth hits each) and fuse the lists with RRF.
+
+    Taught in lessons/03_query_rewriting.ipynb.
+    """
     if not queries:
         raise ValueError("no queries to search with")
     return reciprocal_rank_fusion([search(query, k=depth) for query in queries], k=rrf_k, limit=k)

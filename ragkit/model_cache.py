@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ragkit.config import cache_dir
+from ragkit.config import cache_dir, load_settings
 from ragkit.corpus import passage_text
 from ragkit.llm import ChatReply
 
@@ -305,3 +305,9 @@ class CachedReranker:
         if not docs:
             return self.inner.score(query, docs)
         return self.scores.score(query, docs, lambda todo: self.inner.score(query, todo))
+
+
+def reply_store(model_cache: str | None = None) -> ReplyCache | None:
+    """The store of chat replies under the model_cache setting (or the folder given), or None when it is off."""
+    folder = load_settings().model_cache if model_cache is None else model_cache
+    return ReplyCache(Path(folder) / "replies") if folder else None

@@ -3,7 +3,7 @@
 RAGKIT_LLM:      local | gguf:/path/model.gguf | ollama[:model] | openai[:model]
 RAGKIT_EMBEDDER: e5 | minilm | st:<dir or name> | flag[:<dir or name>] | ollama[:model] | openai[:model]
 RAGKIT_RERANKER: course | ce:<dir or name> | flag:<dir or name> | llm   (e.g. ce:BAAI/bge-reranker-base)
-RAGKIT_DECOMPOSER: (empty: the chat model) | specialist | any RAGKIT_LLM value
+RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER: see ragkit.roles
 Taught in lessons/00_setup.ipynb.
 """
 
@@ -13,18 +13,23 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from ragkit.config import DEFAULT_TIMEOUT, Settings, load_settings, openai_settings, split_spec
-from ragkit.embeddings import (E5Embedder, Embedder, FlagModelEmbedder, OllamaEmbedder, OpenAIEmbedder,
-                               SentenceTransformerEmbedder)
+from ragkit.config import DEFAULT_TIMEOUT, ROLES, Settings, load_settings, openai_settings, split_spec
+from ragkit.embeddings import (
+    E5Embedder,
+    Embedder,
+    FlagModelEmbedder,
+    OllamaEmbedder,
+    OpenAIEmbedder,
+    SentenceTransformerEmbedder,
+)
 from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.llm import ChatModel, LlamaCppChat, OllamaChat, OpenAIChat, smollm2_path
-from ragkit.model_cache import CachedEmbedder, CachedReranker, ReplyCache
+from ragkit.model_cache import CachedEmbedder, CachedReranker, reply_store
 from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMReranker, Reranker
 
 LLM_KINDS = ("local", "gguf", "ollama", "openai")
 EMBEDDER_KINDS = ("e5", "minilm", "st", "flag", "ollama", "openai")
 RERANKER_KINDS = ("course", "ce", "flag", "llm")
-ROLES = ("decomposer", "judge", "answerer")  # jobs with a setting of their own
 HIDDEN = "***"  # what describe() shows in place of a URL's user, password and query values
 
 
@@ -33,21 +38,6 @@ def chat_model(spec: str | None = None) -> ChatModel:
     settings = load_settings()
     return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.model_cache,
                        settings.timeout)
-
-
-def role_model(role: str) -> ChatModel:
-    """The model for one job of the reasoning pipelines: its setting's specialist or chat model, else the chat model.
-
-    Taught in lessons/09_specialists.ipynb.
-    """
-    if role not in ROLES:
-        raise ConfigError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
-    spec = getattr(load_settings(), role).strip()
-    if spec.lower() == "specialist":
-        from ragkit.specialists import specialist
-
-        return specialist(role)
-    return chat_model(spec or None)
 
 
 def embedder(spec: str | None = None) -> Embedder:
@@ -61,12 +51,6 @@ def reranker(spec: str | None = None) -> Reranker:
     """The reranker the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
     return _reranker(spec or settings.reranker, settings.threads, settings.model_cache)
-
-
-def reply_store(model_cache: str | None = None) -> ReplyCache | None:
-    """The store of chat replies under the model_cache setting (or the folder given), or None when it is off."""
-    folder = load_settings().model_cache if model_cache is None else model_cache
-    return ReplyCache(Path(folder) / "replies") if folder else None
 
 
 @cache

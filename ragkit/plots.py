@@ -65,7 +65,8 @@ def loss_curves(runs: Mapping[str, Sequence[float]], *, window: int = 20, title:
         line, = ax.plot(np.arange(1, len(losses) + 1), losses, alpha=0.35, linewidth=0.8)
         if len(losses) >= 2 * window:
             smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
-            ax.plot(np.arange(window, len(losses) + 1), smooth, color=line.get_color(), label=f"{name} (mean of {window})")
+            ax.plot(np.arange(window, len(losses) + 1), smooth, color=line.get_color(),
+                    label=f"{name} (mean of {window})")
         else:
             line.set_alpha(1.0)
             line.set_marker("o")

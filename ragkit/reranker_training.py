@@ -12,16 +12,17 @@ import random
 import shutil
 import sys
 import time
-import zlib
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ragkit import splits
 from ragkit.config import cache_dir, package_version
 from ragkit.corpus import DATA_DIR, Doc, load_docs, passage_text, read_jsonl
 from ragkit.embeddings import minilm_path
 from ragkit.errors import CorpusError
+from ragkit.evaluate import mean
 
 QUERIES_FILE = DATA_DIR / "rerank_queries.jsonl"
 PAIRS_FILE = DATA_DIR / "rerank_pairs.jsonl"
@@ -56,8 +57,8 @@ class TrainReport:
 
 
 def split_of(query: str) -> str:
-    """'heldout' for a fixed ~15% of queries (by a hash of the text), else 'train'."""
-    return "heldout" if zlib.crc32(query.casefold().encode()) % 100 < HELDOUT_PERCENT else "train"
+    """'heldout' for a fixed ~15% of queries, else 'train' (crc32: the course cross-encoder was built with it)."""
+    return splits.split_of(query, percent=HELDOUT_PERCENT, hashing="crc32")
 
 
 def training_pairs(queries: Sequence[dict], docs: Sequence[Doc], *, same_topic: int = 4,
@@ -127,7 +128,7 @@ def train_cross_encoder(pairs: Sequence[dict], docs: Sequence[Doc], out_dir: str
     model.model.eval()
     _save_atomically(model, Path(out_dir))
     report = TrainReport(Path(out_dir), time.perf_counter() - started, len(batches), sum(len(g[1]) for g in groups),
-                         _mean(losses[:10]), _mean(losses[-10:]))
+                         mean(losses[:10]), mean(losses[-10:]))
     _write_report(report, config)
     return report
 
@@ -179,10 +180,6 @@ def _save_atomically(model, out_dir: Path) -> None:
 def _write_report(report: TrainReport, config: TrainingConfig) -> None:
     record = {**asdict(report), "path": str(report.path), "config": asdict(config)}
     (report.path / "training.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
 
 
 def course_reranker_dir(config: TrainingConfig = TrainingConfig(), pairs_file: str | Path = PAIRS_FILE, *,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ragkit import models
 from ragkit.corpus import check_query
 from ragkit.llm import ChatModel
-from ragkit.reasoning import clean_item, drop_repeats, json_items, length_warning
+from ragkit.replies import clean_item, drop_repeats, json_items, length_warning
 
 MAX_QUERIES = 5
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d+:)\s*", re.I)  # "- ", "1.", "2)", "Q3:" before a question

@@ -17,18 +17,19 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ragkit import models
-from ragkit.corpus import Hit, check_query
+from ragkit import models, roles
+from ragkit.corpus import Hit, Search, check_query
 from ragkit.cot_rag import decompose
 from ragkit.embeddings import unit_rows
 from ragkit.fusion import lead_then_interleave
+from ragkit.jobs import STEP_REFERENCE
 from ragkit.llm import ChatModel
-from ragkit.reasoning import Meter, Search, check_max_steps, safe_search, shorten
+from ragkit.passages import shorten
+from ragkit.reasoning import Meter, Run, check_max_steps, safe_search
 from ragkit.text import split_sentences
 from ragkit.trace import warning_lines
 
 Reader = Callable[[str, Sequence[Hit]], str]  # (step query, its hits) -> a short answer, '' if none
-_REFERENCE = re.compile(r"#\s*(\d+)")
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,11 @@ class AskedStep:
 
 
 @dataclass(frozen=True)
-class SelfAskResult:
+class SelfAskResult(Run):
     """A self-ask run: the plan, the steps in order, their cost and what went wrong."""
 
-    question: str
     steps: tuple[AskedStep, ...]
     plan: str
-    tokens: int
-    latency: float
-    model: str
-    warnings: tuple[str, ...] = ()
     question_hits: tuple[Hit, ...] = ()  # the question's own ranking, when the evidence leads with it
     question_first: int = 0
 
@@ -90,15 +86,15 @@ def self_ask(question: str, search: Search, *, decomposer: ChatModel | None = No
     if k < 1 or bridge_hits < 1 or question_first < 0:
         raise ValueError(f"k and bridge_hits must be at least 1 and question_first 0 or more, "
                          f"got {k}, {bridge_hits} and {question_first}")
-    started, meter = time.perf_counter(), Meter(decomposer or models.role_model("decomposer"))
+    started, meter = time.perf_counter(), Meter(decomposer or roles.role_model("decomposer"))
     plan_steps, plan, warnings = decompose(question, meter, max_steps=max_steps, constrain=constrain)
     steps, notes = search_in_order(question, plan_steps, search, embedder=embedder or models.embedder(),
                                    reader=reader, k=k, append_question=append_question, bridge_hits=bridge_hits,
                                    titled_bridges=titled_bridges)
     question_hits, note = safe_search(search, question, k=k) if question_first else ([], "")
-    return SelfAskResult(question, tuple(steps), plan, meter.tokens, time.perf_counter() - started, meter.model,
-                         tuple(warnings + notes + ([f"the question: {note}"] if note else [])),
-                         tuple(question_hits), question_first)
+    return SelfAskResult(tuple(steps), plan, tuple(question_hits), question_first, question=question,
+                         tokens=meter.tokens, latency=time.perf_counter() - started, model=meter.model,
+                         warnings=tuple(warnings + notes + ([f"the question: {note}"] if note else [])))
 
 
 def search_in_order(question: str, planned: Sequence[str], search: Search, *, embedder, reader: Reader | None = None,
@@ -134,7 +130,7 @@ def resolve_references(step: str, bridges: Sequence[str]) -> tuple[str, list[str
         notes.append(f"#{number} refers to no earlier step that found something; dropped it")
         return ""
 
-    return " ".join(_REFERENCE.sub(replace, step).split()), notes
+    return " ".join(STEP_REFERENCE.sub(replace, step).split()), notes
 
 
 def find_bridge(step: str, hits: Sequence[Hit], embedder, reader: Reader | None = None, *,

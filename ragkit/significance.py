@@ -72,7 +72,10 @@ def per_question_differences(new: Evaluation, old: Evaluation, metric: str) -> l
 
 def paired_bootstrap(new: Evaluation, old: Evaluation, metric: str, *, resamples: int = 2000, seed: int = 0,
                      confidence: float = 0.95) -> PairedDifference:
-    """The mean gain of new over old on metric, with its paired bootstrap interval. Taught in lessons/08_evaluation.ipynb."""
+    """The mean gain of new over old on metric, with its paired bootstrap interval.
+
+    Taught in lessons/08_evaluation.ipynb.
+    """
     differences = per_question_differences(new, old, metric)
     low, high = bootstrap_interval(differences, resamples=resamples, seed=seed, confidence=confidence)
     return PairedDifference(metric, float(np.mean(differences)), low, high,

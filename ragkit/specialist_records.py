@@ -1,4 +1,4 @@
-"""The specialists' jobs as records: each job's prompt and reply format, and training records built from the
+"""The specialists' training records (in each job's prompt, ragkit.jobs), built from the
 public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a hash of the question or claim).
 
 - decomposer: MuSiQue dev decompositions (Wikidata-style steps "Erik Hort >> place of birth" read as
@@ -13,7 +13,6 @@ StrategyQA's fixed dev200 questions never enter any training set. Taught in less
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import random
 import re
@@ -21,24 +20,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from ragkit import splits
 from ragkit.config import evaldata_dir
 from ragkit.corpus import Doc, read_json, read_jsonl, stored_file
 from ragkit.errors import CorpusError
-from ragkit.evaluate import normalize_answer
+from ragkit.jobs import (
+    MAX_STEPS,
+    answerer_messages,
+    decomposer_messages,
+    judge_messages,
+    steps_text,
+)
 from ragkit.lexical import BM25Index
-from ragkit.reasoning import shorten
 from ragkit.text import search_tokenize
 
-MAX_STEPS = 4
 HELDOUT_PERCENT = 10
-EVIDENCE_CHARS = 400  # as rwr's evidence excerpts
-LABELS = ("supports", "contradicts", "unrelated")
 SCIFACT_LABELS = {"SUPPORT": "supports", "CONTRADICT": "contradicts"}
-SYSTEMS = {
-    "decomposer": f"Split the question into at most {MAX_STEPS} sub-questions. Refer to earlier answers as #1, #2.",
-    "answerer": "Answer the question with yes or no, using the facts.",
-    "judge": "Does the evidence support the step? Reply supports, contradicts or unrelated.",
-}
 SOURCES = {"musique": "musique/dev_decompositions.json", "strategyqa": "strategyqa/strategyqa_train.json",
            "dev200": "strategyqa/dev200_qids.json", "facts": "strategyqa/facts_corpus.jsonl",
            "scifact_claims": "scifact/claims_dev_with_evidence.jsonl",
@@ -64,40 +61,16 @@ PERSON_RELATIONS = frozenset({"performer", "spouse", "author", "child", "creator
 _TRAILING_PREPOSITION = re.compile(r"\b(of|by|with|to|after|in|at|on|for|from)$")
 
 
-# --- prompts and replies ----------------------------------------------------------------------------------
 
 
-def job_messages(job: str, content: str) -> list[dict]:
-    """The job's chat prompt around one user message: its short system line, then the content."""
-    return [{"role": "system", "content": SYSTEMS[job]}, {"role": "user", "content": content}]
 
 
-def decomposer_messages(question: str) -> list[dict]:
-    """The decomposer's prompt: the question as it comes (as ragkit.cot_rag's last message is)."""
-    return job_messages("decomposer", question)
 
 
-def answerer_messages(question: str, facts: Sequence[str]) -> list[dict]:
-    """The answerer's prompt, in ragkit.rwr's final-answer layout: 'Question: …\\nFacts:\\n1. …'."""
-    lines = "\n".join(f"{i}. {fact}" for i, fact in enumerate(facts, start=1))
-    return job_messages("answerer", f"Question: {question}\nFacts:\n{lines}")
 
 
-def judge_messages(statement: str, evidence: Sequence[str]) -> list[dict]:
-    """The judge's prompt, in ragkit.rwr's layout: 'Evidence:\\n[1] …\\nStep: …'."""
-    lines = "\n".join(f"[{i}] {shorten(text, EVIDENCE_CHARS)}" for i, text in enumerate(evidence, start=1))
-    return job_messages("judge", f"Evidence:\n{lines}\nStep: {statement}")
 
 
-def parse_label(text: str) -> str:
-    """'supports', 'contradicts' or 'unrelated' from a judge reply: its first label word; '' if none."""
-    words = normalize_answer(text or "").split()
-    return next((word for word in words if word in LABELS), "")
-
-
-def steps_text(steps: Sequence[str]) -> str:
-    """Sub-questions as the decomposer writes them: '1. …\\n2. …', nothing after the last."""
-    return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, start=1))
 
 
 def make_record(job: str, messages: list[dict], answer: str, *, key: str, source: str, **extra) -> dict:
@@ -106,9 +79,8 @@ def make_record(job: str, messages: list[dict], answer: str, *, key: str, source
 
 
 def split_of(key: str) -> str:
-    """'heldout' for a fixed ~10% of keys (questions, claims), by sha256 of the case-folded text; else 'train'."""
-    digest = hashlib.sha256(" ".join(key.casefold().split()).encode()).digest()
-    return "heldout" if int.from_bytes(digest[:4], "big") % 100 < HELDOUT_PERCENT else "train"
+    """'heldout' for a fixed ~10% of keys (questions, claims), else 'train'."""
+    return splits.split_of(key, percent=HELDOUT_PERCENT)
 
 
 # --- decomposer -------------------------------------------------------------------------------------------

@@ -6,11 +6,10 @@ recorded outputs were made with, the same on every machine), then the one `make 
 ragkit.config.cache_dir()/specialists/<job>/. Either folder holds the peft adapter, its llama.cpp LoRA GGUF
 (adapter.gguf, for LoRA runs), finetune.json and specialist.json (job, base model, config, data provenance,
 held-out scores, ragkit commit). A missing specialist is a ModelNotFound naming the command that builds it.
-A specialist is a ChatModel that puts any prompt into its job's own format (its system line + the prompt's
-last user message, e.g. ragkit.cot_rag's question, ragkit.rwr's 'Question: …\nFacts: …'), so it can serve a
-pipeline's call for that job like any backend; json_schema and grammar are dropped, since its reply format is
-fixed by its training. It answers every call as its job: give it only that job's calls. Taught in
-lessons/09_specialists.ipynb.
+A specialist is a ChatModel with a `job`: the pipelines ask it in its job's own prompt (ragkit.jobs), and any
+other prompt is put into that format too (its system line + the prompt's last user message); json_schema and
+grammar are dropped, since its reply format is fixed by its training. It answers every call as its job: give
+it only that job's calls. Taught in lessons/09_specialists.ipynb.
 """
 
 from __future__ import annotations
@@ -29,17 +28,16 @@ from functools import cache
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import finetune, models
+from ragkit import finetune
 from ragkit.config import PROJECT_DIR, cache_dir, load_settings, package_version
-from ragkit.cot_rag import parse_steps
 from ragkit.errors import ConfigError, ModelNotFound
-from ragkit.evaluate import token_f1
-from ragkit.finetune import FineTuneConfig, TransformersChat
-from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, as_messages, smollm2_path
-from ragkit.reasoning import marked_lines
-from ragkit.voting import answer_key
-from ragkit.specialist_records import (LABELS, MAX_STEPS, SYSTEMS, build_records, heldout_sample, job_messages,
-                                      parse_label, source_files)
+from ragkit.evaluate import mean, token_f1
+from ragkit.finetune import FineTuneConfig
+from ragkit.jobs import LABELS, MAX_STEPS, PARSERS, SYSTEMS, job_messages, parse_decomposition
+from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, TransformersChat, as_messages, smollm2_path
+from ragkit.model_cache import reply_store
+from ragkit.replies import marked_lines
+from ragkit.specialist_records import build_records, heldout_sample, source_files
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +57,17 @@ class Job:
     title: str
     max_tokens: int
     config: FineTuneConfig
-    minutes: int  # rough build time on 2 cores with the default config
 
 
-# LoRA r8 on every projection of every layer; minutes at ~190 tokens/s on 2 cores.
+# LoRA r8 on every projection of every layer. How long each build took is in its specialist.json (report).
 JOBS = {
     "decomposer": Job("decomposer", "question decomposer", 96,
-                      FineTuneConfig(max_length=192, lora_rank=8, lora_alpha=16.0), 35),
+                      FineTuneConfig(max_length=192, lora_rank=8, lora_alpha=16.0)),
     "answerer": Job("answerer", "yes/no answerer", 3,
-                    FineTuneConfig(max_length=256, lora_rank=8, lora_alpha=16.0), 40),
-    # 240 steps: a random 44% of one pass over its ~4,400 records, to keep the build near 20 minutes
+                    FineTuneConfig(max_length=256, lora_rank=8, lora_alpha=16.0)),
+    # 240 steps: part of one pass over its records, so that its build is the shortest of the three
     "judge": Job("judge", "step judge", 4,
-                 FineTuneConfig(max_length=320, lora_rank=8, lora_alpha=16.0, max_steps=240), 20),
+                 FineTuneConfig(max_length=320, lora_rank=8, lora_alpha=16.0, max_steps=240)),
 }
 
 
@@ -81,21 +78,10 @@ def job_of(job: str) -> Job:
     return JOBS[job]
 
 
-# --- reading replies --------------------------------------------------------------------------------------
 
 
-def parse_decomposition(text: str) -> list[str]:
-    """The sub-questions of a decomposer reply (ragkit.cot_rag's parser: numbered lists, JSON, bare lines)."""
-    return parse_steps(text, max_steps=MAX_STEPS)[0]
 
 
-def parse_yes_no(text: str) -> str:
-    """'yes' or 'no' from an answerer reply ('Yes.', 'no, because …'); '' if it says neither first."""
-    key = answer_key(text)
-    return key if key in ("yes", "no") else ""
-
-
-PARSERS = {"decomposer": parse_decomposition, "answerer": parse_yes_no, "judge": parse_label}
 
 
 # --- scores -----------------------------------------------------------------------------------------------
@@ -115,11 +101,11 @@ def decomposition_scores(predicted: Sequence[Sequence[str]], gold: Sequence[Sequ
     _same_length(predicted, gold)
     per_question = [sum(token_f1(p, g) for p, g in zip(steps, truth)) / max(len(steps), len(truth), 1)
                     for steps, truth in zip(predicted, gold)]
-    scores = {"n": len(gold), "step_f1": _mean(per_question),
-              "right_count": _mean([len(p) == len(g) for p, g in zip(predicted, gold)]),
-              "mean_steps": _mean([len(p) for p in predicted]), "gold_mean_steps": _mean([len(g) for g in gold])}
+    scores = {"n": len(gold), "step_f1": mean(per_question),
+              "right_count": mean([len(p) == len(g) for p, g in zip(predicted, gold)]),
+              "mean_steps": mean([len(p) for p in predicted]), "gold_mean_steps": mean([len(g) for g in gold])}
     if stopped is not None:
-        scores["stopped"] = _mean(list(stopped))
+        scores["stopped"] = mean(list(stopped))
     return scores
 
 
@@ -130,12 +116,12 @@ def label_scores(predicted: Sequence[str], gold: Sequence[str], *, labels: Seque
     """
     _same_length(predicted, gold)
     counts = Counter(gold)
-    scores = {"n": len(gold), "accuracy": _mean([p == g for p, g in zip(predicted, gold)]),
+    scores = {"n": len(gold), "accuracy": mean([p == g for p, g in zip(predicted, gold)]),
               "majority": max(counts.values()) / len(gold) if gold else float("nan"),
-              "unreadable": _mean([p not in labels for p in predicted])}
+              "unreadable": mean([p not in labels for p in predicted])}
     for label in labels:
         if counts[label]:
-            scores[f"accuracy[{label}]"] = _mean([p == g for p, g in zip(predicted, gold) if g == label])
+            scores[f"accuracy[{label}]"] = mean([p == g for p, g in zip(predicted, gold) if g == label])
     return scores
 
 
@@ -144,11 +130,7 @@ def _same_length(predicted: Sequence, gold: Sequence) -> None:
         raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold answers")
 
 
-def _mean(values: Sequence) -> float:
-    return sum(values) / len(values) if values else float("nan")
-
-
-def evaluate(chat: ChatModel, records: Sequence[dict], *, job: str) -> dict[str, float]:
+def heldout_scores(chat: ChatModel, records: Sequence[dict], *, job: str) -> dict[str, float]:
     """Run the chat model on the records' prompts and score its replies against their answers.
 
     Taught in lessons/09_specialists.ipynb.
@@ -223,8 +205,9 @@ def specialist_dir(job: str, *, source: str = "auto") -> Path:
     for place in places:
         if (place / RECORD_FILE).is_file():
             return place
-    raise ModelNotFound(f"the {spec.title} specialist is not built yet: run `{BUILD_COMMAND}` (about {spec.minutes} "
-                        f"minutes on 2 cores), or `python -m ragkit.specialists {job}` to build this one alone "
+    raise ModelNotFound(f"the {spec.title} specialist is not built yet: run `{BUILD_COMMAND}` (up to an hour a "
+                        "job on 2 cores; docs/results.md has each build's time), or "
+                        f"`python -m ragkit.specialists {job}` to build this one alone "
                         f"(looked in {', '.join(str(p) for p in places)})")
 
 
@@ -267,7 +250,7 @@ def load_specialist(path: str | Path, *, backend: str = "llama.cpp", threads: in
         raise ModelNotFound(f"the specialist in {path} has no llama.cpp adapter ({ADAPTER_GGUF}; full fine-tuning "
                             "writes none): load it with backend='transformers'")
     finetune.check_base(record["base"], path)
-    chat = LlamaCppChat(smollm2_path(), threads=threads, lora=[path / ADAPTER_GGUF], replies=models.reply_store())
+    chat = LlamaCppChat(smollm2_path(), threads=threads, lora=[path / ADAPTER_GGUF], replies=reply_store())
     return Specialist(record["job"], chat, path=path, record=record)
 
 
@@ -299,11 +282,11 @@ def build_specialist(job: str, *, config: FineTuneConfig | None = None, root: st
         adapter = gguf_adapter(trained, Path(scratch)) if config.method == "lora" else None
         chat = evaluation_chat(trained, adapter if base is None else None, threads=threads)
         heldout = heldout_sample(records, eval_limit)
-        scores = evaluate(chat, heldout, job=job)
+        scores = heldout_scores(chat, heldout, job=job)
         record = {"job": job, "key": key, "prompt": SYSTEMS[job], "base": trained.base, "config": asdict(config),
                   "data": data, "heldout": {**scores, "run by": "llama.cpp" if isinstance(chat, LlamaCppChat)
                                             else "transformers"},
-                  "heldout_untrained": evaluate(untrained_chat(base, threads=threads), heldout, job=job),
+                  "heldout_untrained": heldout_scores(untrained_chat(base, threads=threads), heldout, job=job),
                   "report": {k: v for k, v in asdict(trained.report).items() if k != "losses"},
                   "ragkit_commit": ragkit_commit(), "gguf_lora": adapter is not None}
         halve_adapters(trained.model)
@@ -313,7 +296,7 @@ def build_specialist(job: str, *, config: FineTuneConfig | None = None, root: st
 
 
 def halve_adapters(model) -> None:
-    """Store the LoRA weights in float16 (half the disk; the GGUF adapter the replies were scored with is float16 too)."""
+    """Store the LoRA weights in float16: half the disk, and float16 like the GGUF adapter that was scored."""
     for name, parameter in model.named_parameters():
         if "lora_" in name:
             parameter.data = parameter.data.half()

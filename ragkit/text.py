@@ -22,6 +22,7 @@ _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*")
 _IS_CJK = re.compile(rf"[{_CJK}]")
 _IS_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "approx.", "vs.", "no.", "mr.", "ms.", "dr.")
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")  # a word: letters or digits, inner apostrophes kept
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'“(\[]?[A-ZÀ-ỸА-ЯЁ0-9])|(?<=[。！？])")
 
 

@@ -6,7 +6,7 @@ import html
 from typing import Sequence
 
 from ragkit.corpus import Hit
-from ragkit.reasoning import shorten
+from ragkit.passages import shorten
 
 
 def hit_lines(label: str, hits: Sequence[Hit]) -> list[str]:

@@ -13,7 +13,7 @@ The paper scores with an NLI model; here `scorer` picks 'embedding' (cosine of s
 'cross-encoder' (a Reranker's score, e.g. the course cross-encoder), 'llm' (the chat model's 0-10
 score / 10, ragkit.rerank.LLMScorer) or any object with .score(text, docs). `self_consistency` is the same
 sampling with a plain majority vote: the baseline the paper measures against. The chain-of-thought prompt
-and the step queries are ragkit.rwr's.
+and the step queries are ragkit.chain_of_thought's, as RwR's.
 Taught in lessons/07_rethinking_with_retrieval.ipynb.
 """
 
@@ -27,13 +27,14 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from ragkit import models
-from ragkit.corpus import Doc, Hit, check_query
-from ragkit.evaluate import normalize_answer
+from ragkit.chain_of_thought import check_options, cot_options, cot_prompt, parse_cot, step_query
+from ragkit.corpus import Doc, Hit, Search, check_query
+from ragkit.evaluate import answer_key
 from ragkit.llm import ChatModel
-from ragkit.reasoning import Meter, Search, check_max_steps, length_warning, safe_search, shorten
-from ragkit.rerank import BiEncoderReranker as EmbeddingScorer  # the same cosine scorer lesson 04 uses
-from ragkit.rerank import LLMScorer
-from ragkit.rwr import check_options, cot_options, cot_prompt, parse_cot, step_query
+from ragkit.passages import shorten
+from ragkit.reasoning import Meter, Run, check_max_steps, safe_search
+from ragkit.replies import length_warning
+from ragkit.rerank import BiEncoderReranker, LLMScorer
 from ragkit.trace import html_table, table_cell, warning_html, warning_lines
 
 SCORERS = ("embedding", "cross-encoder", "llm")
@@ -55,19 +56,14 @@ class ReasoningPath:
 
 
 @dataclass(frozen=True)
-class VoteResult:
+class VoteResult(Run):
     """A vote over sampled paths: the winner, the plain majority, each path's support, the tallies."""
 
-    question: str
     answer: str
     majority_answer: str
     paths: tuple[ReasoningPath, ...]
     votes: tuple[tuple[str, float, int], ...]  # (answer, total support, paths), best first
     scorer: str
-    tokens: int
-    latency: float
-    model: str
-    warnings: tuple[str, ...] = ()
 
     def trace_markdown(self) -> str:
         """Each path's answer and support, the tallies, and both winners."""
@@ -116,7 +112,7 @@ def evidence_scorer(scorer: str | EvidenceScorer = "embedding", *, chat: ChatMod
             raise TypeError(f"a scorer needs a .score(text, docs) method; got {type(scorer).__name__}")
         return scorer
     if scorer == "embedding":
-        return EmbeddingScorer(embedder or models.embedder())
+        return BiEncoderReranker(embedder or models.embedder())  # the cosine scorer lesson 04 reranks with
     if scorer == "cross-encoder":
         return reranker or models.reranker()
     if scorer == "llm":
@@ -181,13 +177,6 @@ def support_of(path: ReasoningPath, search: Search, scorer: EvidenceScorer, mete
     return scored, warnings
 
 
-def answer_key(answer: str) -> str:
-    """What two answers must share to count as the same vote: SQuAD-normalised, 'yes, …' → 'yes'."""
-    key = normalize_answer(answer or "")
-    first = key.split()[0] if key else ""
-    return first if first in ("yes", "no") else key
-
-
 def tally(paths: Sequence[ReasoningPath], weights: Sequence[float]) -> list[tuple[str, float, int]]:
     """(answer, total weight, paths) per distinct answer, best first; ties: more paths, then first seen."""
     totals: dict[str, list] = {}
@@ -237,8 +226,9 @@ def rwr_vote(question: str, search: Search, *, chat: ChatModel | None = None, pa
     if not any(p.steps for p in scored):
         warnings.append("no path had readable steps: nothing could be checked against evidence")
     answer, majority, votes, notes = weighted_vote(scored)
-    return VoteResult(question, answer, majority, tuple(scored), tuple(votes), judge_model.name, meter.tokens,
-                      time.perf_counter() - started, meter.model, tuple(warnings + notes))
+    return VoteResult(answer, majority, tuple(scored), tuple(votes), judge_model.name, question=question,
+                      tokens=meter.tokens, latency=time.perf_counter() - started, model=meter.model,
+                      warnings=tuple(warnings + notes))
 
 
 def self_consistency(question: str, *, chat: ChatModel | None = None, paths: int = 5, temperature: float = 0.7,
@@ -260,5 +250,6 @@ def self_consistency(question: str, *, chat: ChatModel | None = None, paths: int
     if not votes:
         warnings.append("no path gave an answer: there is nothing to vote on")
     answer = votes[0][0] if votes else ""
-    return VoteResult(question, answer, answer, tuple(sampled), tuple(votes), "majority (no evidence)",
-                      meter.tokens, time.perf_counter() - started, meter.model, tuple(warnings))
+    return VoteResult(answer, answer, tuple(sampled), tuple(votes), "majority (no evidence)", question=question,
+                      tokens=meter.tokens, latency=time.perf_counter() - started, model=meter.model,
+                      warnings=tuple(warnings))

@@ -28,6 +28,14 @@ class ScriptedChat:
         return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 
 
+class JobChat(ScriptedChat):
+    """A scripted specialist: a chat model with a job, as ragkit.specialists.Specialist has."""
+
+    def __init__(self, job, *replies):
+        self.job, self.name = job, f"{job} specialist"
+        super().__init__(*replies)
+
+
 class HashingEmbedder:
     """Bag of hashed words as a unit vector: similar wording, similar vectors (no meaning at all)."""
 

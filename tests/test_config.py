@@ -6,9 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import config, llm
-from ragkit.config import (PROJECT_DIR, Settings, cache_dir, check_store, data_dir, evaldata_dir, hub_offline,
-                           load_settings, openai_settings, ragkit_variables, split_spec)
+from ragkit import config, llm, roles
+from ragkit.config import (
+    PROJECT_DIR,
+    Settings,
+    cache_dir,
+    check_store,
+    data_dir,
+    evaldata_dir,
+    hub_offline,
+    load_settings,
+    openai_settings,
+    ragkit_variables,
+    split_spec,
+)
 from ragkit.errors import ConfigError, ModelNotFound
 from ragkit.models import EMBEDDER_KINDS, LLM_KINDS
 
@@ -298,19 +309,18 @@ def test_a_setting_of_the_wrong_type_is_a_config_error(tmp_path, line):
         load_settings(environ={}, config_file=config)
 
 
-def test_a_role_uses_the_chat_model_its_own_setting_or_a_specialist(fresh_models, monkeypatch):
-    chats = []
-    monkeypatch.setattr(fresh_models, "chat_model", lambda spec=None: chats.append(spec) or f"chat {spec}")
-    assert fresh_models.role_model("decomposer") == "chat None"
+def test_a_role_uses_the_chat_model_its_own_setting_or_a_specialist(monkeypatch):
+    monkeypatch.setattr(roles, "chat_model", lambda spec=None: f"chat {spec}")
+    monkeypatch.setattr(roles, "specialist", lambda job: f"{job} specialist")
+    for name in ("RAGKIT_DECOMPOSER", "RAGKIT_JUDGE", "RAGKIT_ANSWERER"):
+        monkeypatch.delenv(name, raising=False)
+    assert roles.role_model("decomposer") == "chat None"
     monkeypatch.setenv("RAGKIT_DECOMPOSER", "ollama:qwen2.5")
-    assert fresh_models.role_model("decomposer") == "chat ollama:qwen2.5"
+    assert roles.role_model("decomposer") == "chat ollama:qwen2.5"
     monkeypatch.setenv("RAGKIT_DECOMPOSER", "specialist")
-    import ragkit.specialists
-
-    monkeypatch.setattr(ragkit.specialists, "specialist", lambda job: f"{job} specialist")
-    assert fresh_models.role_model("decomposer") == "decomposer specialist"
+    assert roles.role_model("decomposer") == "decomposer specialist"
     monkeypatch.setenv("RAGKIT_JUDGE", "specialist")
-    assert fresh_models.role_model("judge") == "judge specialist"
-    assert fresh_models.role_model("answerer") == "chat None"
+    assert roles.role_model("judge") == "judge specialist"
+    assert roles.role_model("answerer") == "chat None"
     with pytest.raises(ConfigError, match="unknown role"):
-        fresh_models.role_model("rewriter")
+        roles.role_model("rewriter")

@@ -3,14 +3,26 @@ import json
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.cot_rag import (FALLBACK_WARNING, NO_CONTEXT_WARNING, NOT_FOUND, NOTHING_FOUND_WARNING, CoTResult,
-                            cited_steps, cot_rag, decompose_prompt, is_not_found, parse_steps, steps_schema)
+from ragkit.cot_rag import (
+    FALLBACK_WARNING,
+    NO_CONTEXT_WARNING,
+    NOT_FOUND,
+    NOTHING_FOUND_WARNING,
+    CoTResult,
+    cited_steps,
+    cot_rag,
+    decompose,
+    decompose_prompt,
+    is_not_found,
+)
 from ragkit.errors import EmptyQueryError
+from ragkit.jobs import decomposer_messages
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatReply
-from ragkit.reasoning import drop_repeats, keyword_query, list_grammar, safe_search
+from ragkit.reasoning import Meter, keyword_query, safe_search
+from ragkit.replies import drop_repeats, list_grammar, parse_steps, steps_schema
 from ragkit.text import search_tokenize
-from tests.fakes import ScriptedChat
+from tests.fakes import JobChat, ScriptedChat
 
 DOCS = [Doc("spire", "The cathedral spire is 123 metres tall.", title="Cathedral"),
         Doc("fort", "The fortress was founded in 1703 on a small island.", title="Fortress"),
@@ -295,3 +307,19 @@ def test_cot_rag_with_the_real_model_keeps_its_invariants(local_chat):
     assert set(result.sources) <= {d.id for d in DOCS}
     assert result.tokens > 0 and result.model.endswith(".gguf")
     assert not any("broken JSON" in w or "no numbered list" in w for w in result.warnings)  # the grammar held
+
+
+def test_a_decomposer_specialist_is_asked_in_its_own_prompt_without_constraints():
+    question = "Who founded the city where the fortress stands?"
+    planner = JobChat("decomposer", "1. Where does the fortress stand?\n2. Who founded #1?")
+    steps, _, warnings = decompose(question, Meter(planner), max_steps=4, constrain="auto")
+    assert planner.calls == [(decomposer_messages(question), {"max_tokens": 120})]
+    assert steps == ["Where does the fortress stand?", "Who founded #1?"] and warnings == []
+
+
+def test_a_specialist_plan_is_not_checked_against_few_shot_examples_it_never_saw():
+    question = "How tall is the spire?"
+    legs = "1. How many legs does the spire have?"  # 'legs' marks a copy of the few-shot examples
+    _, _, general = decompose(question, ScriptedChat(legs), max_steps=4, constrain="none")
+    _, _, specialist = decompose(question, JobChat("decomposer", legs), max_steps=4)
+    assert any("copies the prompt's example" in w for w in general) and specialist == []

@@ -22,6 +22,7 @@ from ragkit.evaluate import (
     format_table,
     grades_of,
     hit_at_k,
+    mean,
     ndcg_at_k,
     normalize_answer,
     precision_at_k,
@@ -451,3 +452,8 @@ def test_table_rows_line_up_results_for_format_table():
 def test_format_seconds_keeps_a_unit_the_nbval_sanitizer_knows():
     assert format_seconds(0.0004) == "0 ms" and format_seconds(1.2345) == "1,234 ms"
     assert format_seconds(12.34) == "12.3 s" and format_seconds(1234.5) == "1,234.5 s"
+
+
+def test_the_mean_of_nothing_is_nan_not_a_score():
+    assert mean([1.0, 2.0]) == 1.5 and mean(x for x in (3, 5)) == 4.0
+    assert math.isnan(mean([]))

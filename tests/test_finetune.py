@@ -8,8 +8,19 @@ import torch
 
 from ragkit import finetune
 from ragkit.errors import CorpusError, ModelNotFound, TrainingError
-from ragkit.finetune import (IGNORE, FineTuneConfig, TransformersChat, encode_example, fine_tune, load_finetuned,
-                             load_model, pad_batch, read_records, save_finetuned, train)
+from ragkit.finetune import (
+    IGNORE,
+    FineTuneConfig,
+    encode_example,
+    fine_tune,
+    load_finetuned,
+    load_model,
+    pad_batch,
+    read_records,
+    save_finetuned,
+    train,
+)
+from ragkit.llm import TransformersChat
 from tests.tiny_llm import tiny_chat_model
 
 torch.set_num_threads(1)

@@ -3,17 +3,20 @@ import json
 import numpy as np
 import pytest
 
+from ragkit.chain_of_thought import cot_grammar, cot_prompt, parse_answer, parse_cot
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import EmptyQueryError
+from ragkit.evaluate import answer_key
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatReply
-from ragkit.reasoning import keyword_query, safe_search, step_key
-from ragkit.rerank import LLMScorer
-from ragkit.rwr import RwRResult, cot_grammar, cot_prompt, parse_answer, parse_cot, parse_verdict, rwr, verdict_schema
-from ragkit.voting import (EmbeddingScorer, ReasoningPath, answer_key, evidence_scorer, rwr_vote, self_consistency,
-                           tally, weighted_vote)
+from ragkit.reasoning import keyword_query, safe_search
+from ragkit.replies import step_key
+from ragkit.rerank import BiEncoderReranker, LLMScorer
+from ragkit.rwr import RwRResult, rwr
+from ragkit.step_judge import parse_verdict, verdict_schema
 from ragkit.text import search_tokenize
-from tests.fakes import HashingEmbedder, ScriptedChat
+from ragkit.voting import ReasoningPath, evidence_scorer, rwr_vote, self_consistency, tally, weighted_vote
+from tests.fakes import HashingEmbedder, JobChat, ScriptedChat
 
 DOCS = [Doc("spire", "The cathedral spire is 123 metres tall.", title="Cathedral"),
         Doc("fort", "The fortress was founded in 1703 on a small island.", title="Fortress"),
@@ -384,7 +387,7 @@ def test_answer_key(answer, key):
 def test_evidence_scorer_is_chosen_by_one_argument():
     embedder = HashingEmbedder()
     scorer = evidence_scorer("embedding", embedder=embedder)
-    assert isinstance(scorer, EmbeddingScorer)
+    assert isinstance(scorer, BiEncoderReranker)
     scores = scorer.score("fortress founded 1703", DOCS)
     assert scores.argmax() == 1 and scores.max() <= 1.0 + 1e-6
     assert evidence_scorer("cross-encoder", reranker=(ce := TableScorer({}))) is ce
@@ -486,7 +489,7 @@ def test_the_real_model_checks_hold_for_scripted_replies(monkeypatch):
     chat = ScriptedChat(path_text("The fortress was founded in 1703.", "1703"), path_text("Ships sail.", "noon"))
     calls = recorded(monkeypatch, chat)
     vote = rwr_vote("When?", search, chat=chat, paths=2, max_steps=2, k=1, embedder=HashingEmbedder())
-    check_vote_follows_its_paths(vote, calls, search, EmbeddingScorer(HashingEmbedder()))
+    check_vote_follows_its_paths(vote, calls, search, BiEncoderReranker(HashingEmbedder()))
 
 
 @pytest.mark.model
@@ -500,18 +503,10 @@ def test_rwr_and_the_vote_with_the_real_model_follow_the_replies_it_gave(local_c
     calls.clear()
     vote = rwr_vote(question, search, chat=local_chat, paths=2, max_steps=2, k=1, max_tokens=48,
                     scorer="embedding", embedder=HashingEmbedder())
-    check_vote_follows_its_paths(vote, calls, search, EmbeddingScorer(HashingEmbedder()))
+    check_vote_follows_its_paths(vote, calls, search, BiEncoderReranker(HashingEmbedder()))
 
 
 # --- with specialists: a judge that says supports / contradicts / unrelated, a yes/no answerer ---------------
-
-class JobChat(ScriptedChat):
-    """A scripted specialist: a chat model with a job, as ragkit.specialists.Specialist has."""
-
-    def __init__(self, job, *replies):
-        self.job, self.name = job, f"{job} specialist"
-        super().__init__(*replies)
-
 
 def test_a_judge_specialist_labels_map_to_verdicts_and_contradicts_takes_the_evidence_sentence():
     judge = JobChat("judge", "supports", "contradicts")
@@ -544,9 +539,10 @@ def test_an_answerer_specialist_reads_the_checked_steps_and_the_evidence():
 
 def test_the_roles_default_to_their_settings(monkeypatch):
     import ragkit.models
+    import ragkit.roles
 
     roles = {"judge": JobChat("judge", "supports"), "answerer": JobChat("answerer", "no")}
     monkeypatch.setattr(ragkit.models, "chat_model", lambda spec=None: ScriptedChat(COT))
-    monkeypatch.setattr(ragkit.models, "role_model", lambda role: roles[role])
+    monkeypatch.setattr(ragkit.roles, "role_model", lambda role: roles[role])
     result = rwr("When was the fortress founded?", fixed_search("fort"))
     assert [s.verdict for s in result.steps] == ["confirmed", "confirmed"] and result.answer == "no"

@@ -11,12 +11,20 @@ from ragkit import specialists
 from ragkit.corpus import Doc
 from ragkit.errors import ConfigError, CorpusError, ModelNotFound
 from ragkit.finetune import FineTuneConfig
+from ragkit.jobs import MAX_STEPS, SYSTEMS, parse_decomposition, parse_label, parse_yes_no, steps_text
 from ragkit.lexical import BM25Index
-from ragkit.specialist_records import (MAX_STEPS, SYSTEMS, answerer_records, balance, build_records,
-                                       decomposer_records, heldout_sample, judge_records, source_files, split_of,
-                                       steps_text, wikidata_question)
-from ragkit.specialists import (Specialist, decomposition_scores, label_scores, parse_decomposition, parse_label,
-                                parse_yes_no, reframe, specialist_dir)
+from ragkit.specialist_records import (
+    answerer_records,
+    balance,
+    build_records,
+    decomposer_records,
+    heldout_sample,
+    judge_records,
+    source_files,
+    split_of,
+    wikidata_question,
+)
+from ragkit.specialists import Specialist, decomposition_scores, label_scores, reframe, specialist_dir
 from ragkit.text import search_tokenize
 from tests.fakes import ScriptedChat
 from tests.tiny_llm import tiny_chat_model
@@ -199,7 +207,7 @@ def test_label_scores_give_accuracy_the_majority_baseline_and_accuracy_per_label
 
 def test_evaluate_runs_a_chat_model_on_the_records():
     records = [{"messages": [{"role": "user", "content": "Q?"}], "answer": a} for a in ("yes", "no")]
-    assert specialists.evaluate(ScriptedChat("Yes.", "yes"), records, job="answerer")["accuracy"] == 0.5
+    assert specialists.heldout_scores(ScriptedChat("Yes.", "yes"), records, job="answerer")["accuracy"] == 0.5
 
 
 # --- a specialist as a chat model ---------------------------------------------------------------------------
@@ -244,7 +252,7 @@ def places(tmp_path, monkeypatch):
 
 def test_a_missing_specialist_names_the_command_that_builds_it(places):
     with pytest.raises(ModelNotFound, match=r"question decomposer specialist is not built yet: run `make specialists` "
-                                            r"\(about \d+ minutes"):
+                                            r"\(up to an hour a job"):
         specialist_dir("decomposer")
 
 
@@ -291,7 +299,8 @@ def test_a_build_records_its_provenance_scores_and_adapters(built):
     assert not (folder / "decomposer.partial").exists()
     from peft.utils import load_peft_weights
 
-    assert {str(t.dtype) for t in load_peft_weights(str(folder / "decomposer"), device="cpu").values()} == {"torch.float16"}
+    weights = load_peft_weights(str(folder / "decomposer"), device="cpu")
+    assert {str(t.dtype) for t in weights.values()} == {"torch.float16"}
 
 
 def test_the_same_build_is_reused_and_a_new_config_builds_again(built):
@@ -365,7 +374,8 @@ def test_a_committed_specialist_loads_and_meets_its_held_out_metric(job):
     folder = specialists.COMMITTED_DIR / job
     record = specialists.specialist_record(folder)
     heldout = [json.loads(line) for line in (folder / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
-    scores = specialists.evaluate(specialists.load_specialist(folder, threads=2), heldout[:CHECKED_RECORDS], job=job)
+    chat = specialists.load_specialist(folder, threads=2)
+    scores = specialists.heldout_scores(chat, heldout[:CHECKED_RECORDS], job=job)
     metric = "step_f1" if job == "decomposer" else "accuracy"
     # a subset of the held-out records, on any CPU: near the recorded score, and clearly above the untrained model
     assert scores[metric] >= record["heldout"][metric] - 0.1

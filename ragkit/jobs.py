@@ -1,0 +1,70 @@
+"""The specialists' jobs: each job's prompt (a short system line, then one user message) and how its replies
+are read. Pipelines ask a specialist in its job's prompt, training records are built in it, and a specialist
+trained with another prompt is refused. Taught in lessons/09_specialists.ipynb.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ragkit.evaluate import answer_key, normalize_answer
+from ragkit.passages import shorten
+from ragkit.replies import parse_steps
+
+MAX_STEPS = 4
+EVIDENCE_CHARS = 400  # as RwR's evidence excerpts (rwr(max_chars=400))
+LABELS = ("supports", "contradicts", "unrelated")
+SYSTEMS = {
+    "decomposer": f"Split the question into at most {MAX_STEPS} sub-questions. Refer to earlier answers as #1, #2.",
+    "answerer": "Answer the question with yes or no, using the facts.",
+    "judge": "Does the evidence support the step? Reply supports, contradicts or unrelated.",
+}
+STEP_REFERENCE = re.compile(r"#\s*(\d+)")  # how a decomposer step refers to an earlier answer: #1, #2
+
+
+def job_messages(job: str, content: str) -> list[dict]:
+    """The job's chat prompt around one user message: its short system line, then the content."""
+    return [{"role": "system", "content": SYSTEMS[job]}, {"role": "user", "content": content}]
+
+
+def decomposer_messages(question: str) -> list[dict]:
+    """The decomposer's prompt: the question as it comes."""
+    return job_messages("decomposer", question)
+
+
+def answerer_messages(question: str, facts: Sequence[str]) -> list[dict]:
+    """The answerer's prompt, in RwR's final-answer layout (ragkit.chain_of_thought): 'Question: …\\nFacts:\\n1. …'."""
+    lines = "\n".join(f"{i}. {fact}" for i, fact in enumerate(facts, start=1))
+    return job_messages("answerer", f"Question: {question}\nFacts:\n{lines}")
+
+
+def judge_messages(statement: str, evidence: Sequence[str]) -> list[dict]:
+    """The judge's prompt: 'Evidence:\\n[1] …\\nStep: …'."""
+    lines = "\n".join(f"[{i}] {shorten(text, EVIDENCE_CHARS)}" for i, text in enumerate(evidence, start=1))
+    return job_messages("judge", f"Evidence:\n{lines}\nStep: {statement}")
+
+
+def steps_text(steps: Sequence[str]) -> str:
+    """Sub-questions as the decomposer writes them: '1. …\\n2. …', nothing after the last."""
+    return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, start=1))
+
+
+def parse_label(text: str) -> str:
+    """'supports', 'contradicts' or 'unrelated' from a judge reply: its first label word; '' if none."""
+    words = normalize_answer(text or "").split()
+    return next((word for word in words if word in LABELS), "")
+
+
+def parse_decomposition(text: str) -> list[str]:
+    """The sub-questions of a decomposer reply (numbered lists, JSON, bare lines: ragkit.replies.parse_steps)."""
+    return parse_steps(text, max_steps=MAX_STEPS)[0]
+
+
+def parse_yes_no(text: str) -> str:
+    """'yes' or 'no' from an answerer reply ('Yes.', 'no, because …'); '' if it says neither first."""
+    key = answer_key(text)
+    return key if key in ("yes", "no") else ""
+
+
+PARSERS = {"decomposer": parse_decomposition, "answerer": parse_yes_no, "judge": parse_label}

@@ -1,0 +1,27 @@
+"""The model for each job of the reasoning pipelines (decomposer, judge, answerer): its setting names a
+specialist (lesson 09), another chat model, or nothing (the chat model). Above both the chat backends
+(ragkit.models) and the specialists (ragkit.specialists), since it picks between them.
+
+RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER: (empty: the chat model) | specialist | any RAGKIT_LLM value
+Taught in lessons/09_specialists.ipynb.
+"""
+
+from __future__ import annotations
+
+from ragkit.config import ROLES, load_settings
+from ragkit.errors import ConfigError
+from ragkit.llm import ChatModel
+from ragkit.models import chat_model
+from ragkit.specialists import specialist
+
+__all__ = ["ROLES", "role_model"]
+
+
+def role_model(role: str) -> ChatModel:
+    """The model for one job: its setting's specialist or chat model, else the chat model."""
+    if role not in ROLES:
+        raise ConfigError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+    spec = getattr(load_settings(), role).strip()
+    if spec.lower() == "specialist":
+        return specialist(role)
+    return chat_model(spec or None)
