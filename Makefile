@@ -22,10 +22,10 @@ SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
 TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
-# index (see "Offline rooms" in the README); without WHEELHOUSE pip installs from PyPI.
+# index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
 WHEELHOUSE ?=
 INSTALL_FROM := $(if $(WHEELHOUSE),--no-index --find-links $(WHEELHOUSE))
 
@@ -65,7 +65,8 @@ reranker: $(STAMP)
 	$(BIN)/python -m ragkit.reranker_training
 
 # The chat model fine-tuned for one job each (decomposer, yes/no answerer, step judge; lesson 09): LoRA on
-# 2 cores, ~45 min a job, built under .cache/specialists/ unless models/specialists/ holds a committed one.
+# 2 cores (each job's minutes: docs/results.md, generated from models/specialists/*/specialist.json), built under
+# .cache/specialists/ unless models/specialists/ holds a committed one.
 # SPECIALISTS="decomposer" builds one alone.
 SPECIALISTS ?=
 specialists: $(STAMP)
@@ -77,6 +78,10 @@ base-model: $(STAMP)
 
 lab: $(STAMP) reranker
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons
+
+# Style: pyflakes, pycodestyle and sorted imports, as [tool.ruff] in pyproject.toml sets them (notebooks excepted).
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 test: unit notebooks
 
@@ -93,15 +98,15 @@ notebooks: $(STAMP) reranker base-model
 	$(TEST_ENV) RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE) $(BIN)/python -m pytest $(NBVAL) lessons solutions -q \
 	  --junitxml=.cache/nbval.xml; status=$$?; $(BIN)/python tests/nbval_times.py .cache/nbval.xml; exit $$status
 
-# The notebooks as another machine runs them (tests/portable/sitecustomize.py; see "How the notebooks are
-# tested" in the README). First every embedding vector moved by a seeded relative 1e-2 and every reranker score
+# The notebooks as another machine runs them (tests/portable/sitecustomize.py; see
+# docs/testing.md). First every embedding vector moved by a seeded relative 1e-2 and every reranker score
 # by 1e-3 (what another CPU's kernels do to them), with an on-disk Qdrant folder; then the chat
 # lessons with the chat model's seed changed, so that its replies differ. The perturbed run is on one thread, as
 # are lesson 09's reseeded cells: on the default two, its fine-tuning cell ran 3x slower beside the loaded chat
 # model and once returned an output field the committed run does not have (2026-12-01; that field was the progress
 # bar of the chat model's first conversion for transformers, which base-model now does before any notebook).
-# Lessons 03, 06 and 07 have no training cell and run reseeded on the default threads (242 s on a fresh clone in a
-# fast hour, README). The model
+# Lessons 03, 06 and 07 have no training cell and run reseeded on the default threads (their time: docs/results.md,
+# "What it costs"). The model
 # store of `make notebooks` is reused: a chat reply depends only on its request, and perturbed vectors and
 # scores are stored apart.
 PORTABLE_ENV := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
@@ -148,11 +153,11 @@ execute: $(STAMP) reranker base-model
 # Latency and throughput of the active backends on this machine (not part of the tests); writes
 # benchmarks/results/backends.json.
 bench-backends: $(STAMP)
-	$(BIN)/python benchmarks/backends.py
+	$(BIN)/python -m benchmarks.backends
 
 # Resident memory over 200 chat calls of ~1,000-token prompts (target: under 150 MiB of growth); ~15 min.
 bench-memory: $(STAMP)
-	$(BIN)/python benchmarks/chat_memory.py
+	$(BIN)/python -m benchmarks.chat_memory
 
 # The retrieval ladder on SciFact (BM25, MiniLM, hybrid, + cross-encoders): ~25 min the first time, then
 # the cached embeddings make it ~15 min (reranking dominates). SCIFACT_ARGS="--e5 --train-scifact-ce" adds
@@ -160,47 +165,53 @@ bench-memory: $(STAMP)
 # corpus with e5 takes 50 min the first time); SCIFACT_ARGS="--queries 20 --docs 600" is a two-minute smoke run.
 SCIFACT_ARGS ?=
 bench-scifact: $(STAMP)
-	$(BIN)/python benchmarks/scifact.py $(SCIFACT_ARGS)
+	$(BIN)/python -m benchmarks.scifact $(SCIFACT_ARGS)
 
 # Multi-hop retrieval on HotpotQA dev 500 (BM25, hybrid, non-LLM iterative, CoT-RAG) and answer EM/F1:
 # ~32 min the first time (10 of them encoding the paragraphs), CoT-RAG and the readers on 50 questions.
 # HOTPOTQA_ARGS= (empty) runs the LLM rungs on 100; "--skip-llm --retriever bm25" takes 3 minutes.
 HOTPOTQA_ARGS ?= --llm-questions 50
 bench-hotpotqa: $(STAMP)
-	$(BIN)/python benchmarks/hotpotqa.py $(HOTPOTQA_ARGS)
+	$(BIN)/python -m benchmarks.hotpotqa $(HOTPOTQA_ARGS)
 
 # Yes/no accuracy on StrategyQA (CoT, self-consistency, RwR, RwR vote) on 40 of its fixed 200 questions
 # with 3 sampled paths: ~13 min. STRATEGYQA_ARGS= (empty) runs all 200 with 5 paths (~1.5 h, estimated).
 STRATEGYQA_ARGS ?= --questions 40 --paths 3
 bench-strategyqa: $(STAMP)
-	$(BIN)/python benchmarks/strategyqa.py $(STRATEGYQA_ARGS)
+	$(BIN)/python -m benchmarks.strategyqa $(STRATEGYQA_ARGS)
 
 # Multi-hop retrieval on the course's 47 questions at 5 passages: the question alone, lesson 06's no-model
 # iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~6 min).
 bench-multihop: $(STAMP)
-	$(BIN)/python benchmarks/course_multihop.py
+	$(BIN)/python -m benchmarks.course_multihop
 
 # HotpotQA retrieval with no chat model: RRF leg weights and link-following (the titles the top hits mention)
 # chosen on train100, then scored once on dev500 with intervals against the plain hybrid; ~15 min the first
 # time (encoding both corpora), ~3 afterwards.
 bench-hotpotqa-fusion: $(STAMP)
-	$(BIN)/python benchmarks/hotpotqa_fusion.py
+	$(BIN)/python -m benchmarks.hotpotqa_fusion
 
 # Self-ask's settings chosen on HotpotQA train100 (84 ways to search the decomposer's plans), the choice then
 # scored once on the course's 47 questions (~25 min, 2 of them encoding train100's paragraphs the first time).
 bench-self-ask: $(STAMP)
-	$(BIN)/python benchmarks/self_ask_tuning.py
+	$(BIN)/python -m benchmarks.self_ask_tuning
 
 # LoRA against full fine-tuning (60 steps each, held-out step F1, tokens/s, memory) and the committed decomposer
 # through llama.cpp against transformers (tokens/s, step F1); ~25 min.
 bench-specialists: $(STAMP)
-	$(BIN)/python benchmarks/specialist_training.py
+	$(BIN)/python -m benchmarks.specialist_training
 
 # Every benchmark in turn, one at a time (on 2 cores, parallel runs spoil each other's timings), stopping
 # at the first that fails; not part of the tests. Evaluation data comes from RAGKIT_EVALDATA (default
 # data/benchmarks); see benchmarks/harness.py. About 1 h 15 min the first time.
 .NOTPARALLEL: bench
 bench: bench-backends bench-scifact bench-hotpotqa bench-strategyqa
+
+# The generated tables of README.md, docs/ and instructors/ (benchmark results, the specialists, the lessons' reading
+# and run times) rewritten from benchmarks/results/*.json, models/specialists/, lessons/ and docs/timings.json;
+# nothing else in them changes. tests/test_docs.py fails when a committed one differs. No model is loaded.
+docs: $(STAMP)
+	$(BIN)/python -m tests.make_docs
 
 clean:
 	rm -rf $(VENV) .cache

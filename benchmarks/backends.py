@@ -1,14 +1,15 @@
 """Latency and throughput of the active chat model and embedder on this machine.
 
-Run: make bench-backends (or .venv/bin/python benchmarks/backends.py). Honors RAGKIT_* settings.
-Prints one table and the stages, and writes benchmarks/results/backends.json with the environment.
+What it measures, how to run it (`python -m benchmarks.backends`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
+from collections.abc import Sequence
 
-from harness import StageRecorder, write_result
+from benchmarks.harness import StageRecorder, write_result
 from ragkit import load_docs, models
 
 PROMPTS = [f"In two sentences, explain company policy number {i} on remote work." for i in range(5)]
@@ -43,8 +44,9 @@ def time_embedder(rec: StageRecorder) -> dict:
             "rate": f"{batch.items_per_second:.1f} docs/s"}
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     """Time both backends and write the result with the environment (versions, cores, settings)."""
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: --help only
     rec = StageRecorder()
     write_result("backends", [time_chat(rec), time_embedder(rec)], rec)
 

@@ -1,16 +1,13 @@
 """Memory of the default chat model over many long prompts: 200 chat calls of ~1,000-token prompts.
 
-Run: make bench-memory (or .venv/bin/python benchmarks/chat_memory.py [--calls N]). Target: the process's
-resident memory grows by less than 150 MiB over the calls (llama.cpp's server once kept every finished
-prompt's state in RAM, up to 8 GiB; ragkit.llm turns that store off). Prints one table and writes
-benchmarks/results/chat-memory.json with the environment.
+What it measures, how to run it (`python -m benchmarks.chat_memory`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from harness import StageRecorder, current_rss_mb, write_result
+from benchmarks.harness import StageRecorder, current_rss_mb, write_result
 from ragkit import load_docs
 from ragkit.config import load_settings
 from ragkit.llm import LlamaCppChat, smollm2_path

@@ -1,15 +1,6 @@
-"""Multi-hop retrieval on the course's own 47 questions: the question alone, the no-model iteration of lesson 06,
-plan-first CoT-RAG and iterative CoT-RAG (self-ask), with the few-shot chat model and with the decomposer
-specialist, all at the same budget of 5 passages (all-gold@5 and recall@5).
+"""Multi-hop retrieval on the course's own 47 questions: the question alone, lesson 06's iteration, CoT-RAG.
 
-Retrieval is lesson 06's hybrid (BM25 + e5, RRF over 30 each). A plan-first run searches each planned step
-and interleaves the rankings; a self-ask run searches step k with #j replaced by what step j found (the
-sentence of its top 2 hits closest to step j) and, where named, the question appended; its rankings are
-either interleaved or fused by RRF with the question's own ranking. Only the plans
-need the chat model, so the rows compare how well each model plans, nothing else.
-
-    .venv/bin/python benchmarks/course_multihop.py             # all rows (the specialist must be built)
-    .venv/bin/python benchmarks/course_multihop.py --no-specialist
+What it measures, how to run it (`python -m benchmarks.course_multihop`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -19,8 +10,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
-from harness import StageRecorder, significance, write_result
-
+from benchmarks.harness import StageRecorder, significance, write_result
 from ragkit import models
 from ragkit.corpus import DATA_DIR, Hit, load_docs, load_questions
 from ragkit.cot_rag import decompose
@@ -81,7 +71,7 @@ def rows_for(runs: Mapping[str, tuple[Mapping[str, list[Hit]], float]],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--no-specialist", action="store_true", help="only the rows without the decomposer specialist")
     args = parser.parse_args(argv)
     rec = StageRecorder()

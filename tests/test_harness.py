@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from benchmarks import harness
-from ragkit import config
 from benchmarks.harness import (
     Stage,
     StageRecorder,
@@ -21,10 +20,10 @@ from benchmarks.harness import (
     significance,
     write_result,
 )
+from ragkit import config
 from ragkit.corpus import Hit
 from ragkit.errors import CorpusError
 from ragkit.evaluate import evaluate_pipeline
-
 
 # --- evaluation data root ----------------------------------------------------------------------------
 

@@ -1,14 +1,12 @@
 """benchmarks/hotpotqa_fusion.py: the links read off paragraph text, the weighted fusion, the choice on train."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # it imports `harness` as a script does
-
-import hotpotqa_fusion as fusion  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question  # noqa: E402
+from benchmarks import hotpotqa_data
+from benchmarks import hotpotqa_fusion as fusion
+from ragkit.corpus import Doc, Hit, Question
 
 DOCS = [
     Doc("p0", "Kiss and Tell is a 1945 comedy film starring Shirley Temple.", title="Kiss and Tell (1945 film)"),
@@ -89,26 +87,27 @@ def write_hotpot(folder: Path) -> None:
     import json
 
     folder.mkdir()
-    (folder / fusion.CORPUS_FILE).write_text("".join(json.dumps({"_id": d.id, "title": d.title, "text": d.text}) + "\n"
-                                                     for d in DOCS))
+    (folder / hotpotqa_data.CORPUS_FILE).write_text("".join(json.dumps({"_id": d.id, "title": d.title,
+                                                                        "text": d.text}) + "\n" for d in DOCS))
     dev = [{"id": "b1", "question": "Which actress starred in Kiss and Tell?", "answer": "Shirley Temple",
             "supporting_pids": ["p0", "p1"], "type": "bridge"},
            {"id": "c1", "question": "Is Temple Bar in Dublin, and is It a novel?", "answer": "yes",
             "supporting_pids": ["p2", "p3"], "type": "comparison"}]
-    (folder / fusion.QUESTIONS_FILE).write_text("".join(json.dumps(row) + "\n" for row in dev))
-    (folder / fusion.TRAIN_CORPUS).write_text("".join(json.dumps({"_id": d.id, "title": d.title,
-                                                                  "sentences": [d.text]}) + "\n" for d in DOCS))
+    (folder / hotpotqa_data.QUESTIONS_FILE).write_text("".join(json.dumps(row) + "\n" for row in dev))
+    (folder / hotpotqa_data.TRAIN_CORPUS).write_text("".join(json.dumps({"_id": d.id, "title": d.title,
+                                                                         "sentences": [d.text]}) + "\n"
+                                                             for d in DOCS))
     train = [{"_id": "t1", "question": "Who starred in the 1945 comedy film?", "answer": "Shirley Temple",
               "type": "bridge", "supporting_facts": [["Kiss and Tell (1945 film)", 0], ["Shirley Temple", 0]]},
              {"_id": "t2", "question": "Which is in Dublin, Temple Bar or Templeton?", "answer": "Temple Bar",
               "type": "comparison", "supporting_facts": [["Temple Bar", 0], ["Templeton", 0]]}]
-    (folder / fusion.TRAIN_QUESTIONS).write_text(json.dumps(train))
+    (folder / hotpotqa_data.TRAIN_QUESTIONS).write_text(json.dumps(train))
 
 
 def test_a_whole_run_chooses_on_train_and_scores_dev_with_gains_over_the_hybrid(tmp_path, monkeypatch):
     import json
 
-    import harness
+    from benchmarks import harness
     from ragkit import models
     from tests.fakes import HashingEmbedder
 

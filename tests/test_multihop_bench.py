@@ -2,20 +2,14 @@
 (a scripted chat model and a hashing embedder: no model is loaded)."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # they import `harness` as scripts do
-
-import harness  # noqa: E402
-import hotpotqa  # noqa: E402
-import strategyqa  # noqa: E402
-from ragkit import models  # noqa: E402
-from ragkit.corpus import Doc, Hit, Question  # noqa: E402
-from ragkit.errors import CorpusError  # noqa: E402
-from tests.fakes import HashingEmbedder, ScriptedChat  # noqa: E402
+from benchmarks import harness, hotpotqa, hotpotqa_data, strategyqa
+from ragkit import models
+from ragkit.corpus import Doc, Hit, Question
+from ragkit.errors import CorpusError
+from tests.fakes import HashingEmbedder, ScriptedChat
 
 PARAGRAPHS = [
     ("p0", "Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as "
@@ -59,8 +53,8 @@ def write_jsonl(path, records):
 def hotpot_dir(tmp_path):
     folder = tmp_path / "hotpotqa"
     folder.mkdir()
-    write_jsonl(folder / hotpotqa.CORPUS_FILE, [{"_id": i, "title": t, "text": x} for i, t, x in PARAGRAPHS])
-    write_jsonl(folder / hotpotqa.QUESTIONS_FILE, HOTPOT_ROWS)
+    write_jsonl(folder / hotpotqa_data.CORPUS_FILE, [{"_id": i, "title": t, "text": x} for i, t, x in PARAGRAPHS])
+    write_jsonl(folder / hotpotqa_data.QUESTIONS_FILE, HOTPOT_ROWS)
     return folder
 
 
@@ -129,35 +123,35 @@ def test_balanced_sample_fills_from_the_larger_group_and_returns_all_when_asked_
 
 
 def test_load_hotpotqa_reads_questions_types_aliases_and_paragraphs(hotpot_dir):
-    questions, docs = hotpotqa.load_hotpotqa(hotpot_dir)
+    questions, docs = hotpotqa_data.load_hotpotqa(hotpot_dir)
     assert [q.id for q in questions] == ["b1", "b2", "c1", "c2"]
-    assert [hotpotqa.type_of(q) for q in questions] == ["bridge", "bridge", "comparison", "comparison"]
+    assert [hotpotqa_data.type_of(q) for q in questions] == ["bridge", "bridge", "comparison", "comparison"]
     assert questions[0].relevant == ("p0", "p1") and questions[1].extra["aliases"] == ["Oceania"]
     assert len(docs) == 8 and docs[1].title == "Shirley Temple"
 
 
 def test_question_type_comes_from_the_row_position_without_a_type_field():
-    assert hotpotqa.question_type({}, 249) == "bridge"
-    assert hotpotqa.question_type({}, 250) == "comparison"
-    assert hotpotqa.question_type({"type": "comparison"}, 3) == "comparison"
+    assert hotpotqa_data.question_type({}, 249) == "bridge"
+    assert hotpotqa_data.question_type({}, 250) == "comparison"
+    assert hotpotqa_data.question_type({"type": "comparison"}, 3) == "comparison"
 
 
 def test_load_hotpotqa_refuses_gold_paragraphs_missing_from_the_pool(hotpot_dir):
-    write_jsonl(hotpot_dir / hotpotqa.QUESTIONS_FILE, [{**HOTPOT_ROWS[0], "supporting_pids": ["p0", "p99"]}])
+    write_jsonl(hotpot_dir / hotpotqa_data.QUESTIONS_FILE, [{**HOTPOT_ROWS[0], "supporting_pids": ["p0", "p99"]}])
     with pytest.raises(CorpusError, match="p99"):
-        hotpotqa.load_hotpotqa(hotpot_dir)
+        hotpotqa_data.load_hotpotqa(hotpot_dir)
 
 
 def test_load_hotpotqa_names_a_row_without_its_fields(hotpot_dir):
-    write_jsonl(hotpot_dir / hotpotqa.QUESTIONS_FILE, [{"id": "x", "question": "?"}])
+    write_jsonl(hotpot_dir / hotpotqa_data.QUESTIONS_FILE, [{"id": "x", "question": "?"}])
     with pytest.raises(CorpusError, match="row 1 lacks answer, supporting_pids"):
-        hotpotqa.load_hotpotqa(hotpot_dir)
+        hotpotqa_data.load_hotpotqa(hotpot_dir)
 
 
 def test_missing_data_names_the_option_and_the_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path / "nowhere"))
     with pytest.raises(SystemExit, match="--data.*RAGKIT_EVALDATA"):
-        harness.data_folder(None, "hotpotqa", (hotpotqa.QUESTIONS_FILE,))
+        harness.data_folder(None, "hotpotqa", (hotpotqa_data.QUESTIONS_FILE,))
     with pytest.raises(SystemExit, match=r"missing dev200_qids.json.*--data .*RAGKIT_EVALDATA"):
         harness.data_folder(str(tmp_path), "strategyqa", (strategyqa.DEV_FILE,))
     with pytest.raises(SystemExit, match="--data"):
@@ -447,7 +441,7 @@ def test_command_lines_have_the_documented_defaults_and_help(capsys):
 
 
 def test_course_multihop_scores_each_pipeline_per_question_for_its_gains():
-    import course_multihop
+    from benchmarks import course_multihop
 
     docs = {doc_id: Doc(doc_id, text, title=title) for doc_id, title, text in PARAGRAPHS}
     questions = [Question("b1", "first?", ("p0", "p1")), Question("b2", "second?", ("p5",))]

@@ -1,18 +1,15 @@
 """benchmarks/scifact.py: its pure helpers on tiny fake data (no model is loaded)."""
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # it imports `harness` as a script does
-
-import scifact  # noqa: E402
-from harness import BeirData, rank_by_scores  # noqa: E402  (the module scifact itself imports)
-from ragkit.corpus import Doc, Hit, Question  # noqa: E402
+from benchmarks import harness, scifact
+from benchmarks.harness import BeirData, rank_by_scores
+from ragkit.corpus import Doc, Hit, Question
 
 
 def fake_data(n_docs=40, n_queries=10) -> BeirData:
@@ -173,7 +170,7 @@ def test_mined_pairs_leave_out_a_query_with_no_negative():
 
 def test_a_missing_data_folder_names_the_option_and_the_variable(tmp_path):
     with pytest.raises(SystemExit) as err:
-        scifact.data_folder(str(tmp_path / "nowhere"))
+        harness.data_folder(str(tmp_path / "nowhere"), scifact.DATASET, scifact.FILES)
     message = str(err.value)
     assert "--data" in message and "RAGKIT_EVALDATA" in message and "corpus.jsonl" in message
 
@@ -181,7 +178,7 @@ def test_a_missing_data_folder_names_the_option_and_the_variable(tmp_path):
 def test_a_missing_evaldata_root_names_the_option_too(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path / "absent"))
     with pytest.raises(SystemExit) as err:
-        scifact.data_folder(None)
+        harness.data_folder(None, scifact.DATASET, scifact.FILES)
     assert "--data" in str(err.value) and "RAGKIT_EVALDATA" in str(err.value)
 
 
@@ -191,7 +188,7 @@ def test_the_data_folder_is_taken_from_the_variable(tmp_path, monkeypatch):
     for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
         (folder / name).write_text("x\n")
     monkeypatch.setenv("RAGKIT_EVALDATA", str(tmp_path))
-    assert scifact.data_folder(None) == folder
+    assert harness.data_folder(None, scifact.DATASET, scifact.FILES) == folder
 
 
 def test_options_refuse_a_zero_subset():
@@ -234,8 +231,6 @@ def write_beir(folder: Path, topics: list[str]) -> None:
 def test_a_run_with_e5_tunes_the_fusion_on_train_and_gives_gains_over_the_two_leg_hybrid(tmp_path, monkeypatch):
     from ragkit import models
     from tests.fakes import HashingEmbedder
-
-    import harness
 
     write_beir(tmp_path / "scifact", ["insulin", "malaria", "vaccines", "statins", "asthma", "gut flora"])
     monkeypatch.setattr(harness, "CACHE_ROOT", tmp_path / "cache")
