@@ -1,7 +1,10 @@
-"""Print each notebook's time under nbval from pytest's JUnit XML (make notebooks writes one)."""
+"""Print each notebook's time under nbval from pytest's JUnit XML (make notebooks writes one); with
+`--json docs/timings.json`, also record them there (the notebooks and the totals; the file's other entries are
+kept), for `make docs` to write into the documents. Record only a run on the reference machine."""
 
 from __future__ import annotations
 
+import json
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -28,5 +31,24 @@ def report(times: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def record(times: dict[str, float], path: str) -> None:
+    """Write the times (whole seconds) and their totals into a timings file such as docs/timings.json."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except FileNotFoundError:
+        data = {}
+    data["notebooks"] = {name: round(seconds) for name, seconds in times.items()}
+    solutions = [seconds for name, seconds in times.items() if name.startswith("solutions/")]
+    data["summary"] = {**data.get("summary", {}), "notebooks": len(times), "seconds": round(sum(times.values())),
+                       "solutions_at_most_seconds": round(max(solutions, default=0))}
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(data, file, indent=2)
+        file.write("\n")
+
+
 if __name__ == "__main__":
-    print(report(notebook_times(sys.argv[1])))
+    times = notebook_times(sys.argv[1])
+    print(report(times))
+    if sys.argv[2:3] == ["--json"]:
+        record(times, sys.argv[3])

@@ -1,5 +1,5 @@
 """Every number the prose of a notebook states comes from somewhere: the notebook's own outputs or code, or a
-source named beside it. A mechanical guard for GUIDE §4 ("every claim is a measured number on course data").
+source named beside it. A mechanical guard for the course's rule that every claim is a number measured on course data.
 
 What counts as a number written in a markdown cell
 - decimals (0.467), whole numbers, thousands with commas (1,127 is 1127), exponents (1e-3), percentages

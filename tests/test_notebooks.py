@@ -1,4 +1,4 @@
-"""What every committed notebook must hold for nbval to test something (README: How the notebooks are tested):
+"""What every committed notebook must hold for nbval to test something (docs/testing.md):
 - no cell is skipped (NBVAL_SKIP), and every cell names at most one valid comparison (tests/nbval_compare.py);
 - every cell whose output a run may leave uncompared (NBVAL_CHAT_OUTPUT, NBVAL_IGNORE_OUTPUT), the first cell
   that prints versions aside, is followed by a cell with an `assert` statement that uses at least one name the
@@ -178,7 +178,12 @@ def test_every_code_cell_was_run_and_kept_its_outputs(path):
 
 @pytest.mark.parametrize("lesson", sorted((ROOT / "lessons").glob("*.ipynb")), ids=lambda p: p.name)
 def test_each_solution_answers_its_lessons_exercises(lesson):
-    headings = lambda path: re.findall(r"^### Exercise [\d.]+", "\n".join(
-        "".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
-        if c["cell_type"] == "markdown"), flags=re.M)
-    assert headings(lesson) and headings(lesson) == headings(ROOT / "solutions" / lesson.name)
+    headings = exercise_headings(lesson)
+    assert headings and headings == exercise_headings(ROOT / "solutions" / lesson.name)
+
+
+def exercise_headings(path) -> list[str]:
+    """The '### Exercise N.M' headings of a notebook's markdown cells."""
+    markdown = "\n".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                         if c["cell_type"] == "markdown")
+    return re.findall(r"^### Exercise [\d.]+", markdown, flags=re.M)

@@ -5,20 +5,12 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 
+from benchmarks import harness, hotpotqa_data, scifact, strategyqa
 from ragkit import specialist_records
 from ragkit.config import PROJECT_DIR, evaldata_dir
-
-sys.path.insert(0, str(PROJECT_DIR / "benchmarks"))  # the benchmarks import `harness` as scripts do
-
-import harness  # noqa: E402
-import hotpotqa  # noqa: E402
-import scifact  # noqa: E402
-import self_ask_tuning  # noqa: E402
-import strategyqa  # noqa: E402
 
 MiB = 2**20
 LARGE_FILES_LIVE_IN = ("data/", "models/")
@@ -27,10 +19,9 @@ SEARCHED = ("ragkit/", "benchmarks/", "tests/", "lessons/", "solutions/", ".ci/"
 OUTSIDE_PATHS = (".." + "/shared", "shared" + "/evaldata")
 BENCHMARKS = PROJECT_DIR / "data" / "benchmarks"
 BENCHMARK_FILES = {  # what each benchmark reads by default, by its folder under RAGKIT_EVALDATA
-    "hotpotqa": (hotpotqa.QUESTIONS_FILE, hotpotqa.CORPUS_FILE, self_ask_tuning.TRAIN_QUESTIONS,
-                 self_ask_tuning.TRAIN_CORPUS),
-    "strategyqa": (strategyqa.TRAIN_FILE, strategyqa.DEV_FILE, strategyqa.FACTS_FILE),
-    "scifact": ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv"),
+    hotpotqa_data.DATASET: hotpotqa_data.DEV_FILES + hotpotqa_data.TRAIN_FILES,
+    strategyqa.DATASET: (strategyqa.TRAIN_FILE, strategyqa.DEV_FILE, strategyqa.FACTS_FILE),
+    scifact.DATASET: (*scifact.FILES, "qrels/train.tsv"),  # train: the fusion tuning and the SciFact CE
 }
 
 
@@ -81,8 +72,6 @@ def test_every_file_the_specialists_are_built_from_is_in_the_project(job):
 def test_every_file_the_benchmarks_read_by_default_is_in_the_project(name, monkeypatch):
     monkeypatch.delenv("RAGKIT_EVALDATA", raising=False)
     assert harness.data_folder(None, name, BENCHMARK_FILES[name]) == BENCHMARKS / name
-    if name == "scifact":
-        assert scifact.data_folder(None) == BENCHMARKS / name
 
 
 def test_the_decomposer_records_from_the_project_data_are_those_the_committed_specialist_was_trained_on():
