@@ -1,11 +1,19 @@
 import pytest
 
-from ragkit.answering import (NO_PASSAGES, content_words, evaluate_reader, groundedness, read, reader_prompt,
-                              short_answer)
+from ragkit.answering import (
+    NO_PASSAGES,
+    content_words,
+    evaluate_reader,
+    groundedness,
+    read,
+    reader_prompt,
+    short_answer,
+)
 from ragkit.corpus import Doc, Hit, Question
 from tests.fakes import ScriptedChat
 
-SICK = Hit(Doc("en-sick-02", "A doctor's note is needed after three consecutive days of sick leave.", "Sick notes"), 0.9)
+SICK = Hit(Doc("en-sick-02", "A doctor's note is needed after three consecutive days of sick leave.", "Sick notes"),
+           0.9)
 TRAVEL = Hit(Doc("en-travel-01", "Book trains through the travel portal.", "Travel"), 0.5)
 
 

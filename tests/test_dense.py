@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
 
-from ragkit.corpus import Doc
-from ragkit.corpus import passage_text
+from ragkit.corpus import Doc, passage_text
 from ragkit.dense import DenseIndex, HybridIndex, cosine
 from ragkit.errors import CorpusError, EmptyQueryError
 from ragkit.lexical import BM25Index

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from ragkit.embeddings import (E5Embedder, FlagModelEmbedder, SentenceTransformerEmbedder, minilm_path,
-                               unit_rows)
+from ragkit.embeddings import E5Embedder, FlagModelEmbedder, SentenceTransformerEmbedder, minilm_path, unit_rows
 from ragkit.errors import BackendUnreachable, ModelNotFound
 from tests.ollama_standin import SilentServer
 

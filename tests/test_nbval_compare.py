@@ -8,9 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.nbval_compare import (CHAT, COUNT_TOLERANCE, COUNTS, EXACT, MODEL_TOLERANCE, NUMBERS, Tolerance,
-                                 cell_comparison, cell_tolerances, comparison_in_run, comparison_kind, exactly_compared,
-                                 split_numbers, texts_match)
+from tests.nbval_compare import (
+    CHAT,
+    COUNT_TOLERANCE,
+    COUNTS,
+    EXACT,
+    MODEL_TOLERANCE,
+    NUMBERS,
+    Tolerance,
+    cell_comparison,
+    cell_tolerances,
+    comparison_in_run,
+    comparison_kind,
+    exactly_compared,
+    split_numbers,
+    texts_match,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -184,8 +197,8 @@ def test_whole_numbers_of_chat_output_are_exact_but_decimals_keep_their_toleranc
 
 def _notebook(cells: list[tuple[str, str]]) -> dict:
     """A notebook whose code cells have the given sources and committed stdout."""
-    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                            "language": "python"}},
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": kernel},
             "cells": [{"cell_type": "code", "id": uuid.uuid4().hex[:8], "execution_count": i, "metadata": {},
                        "source": source, "outputs": [{"output_type": "stream", "name": "stdout", "text": out}]}
                       for i, (source, out) in enumerate(cells, start=1)]}
@@ -203,8 +216,9 @@ def test_nbval_applies_the_rules_cell_by_cell(tmp_path):
         ("# NBVAL_MODEL_COUNTS\nprint('count', 17)", "count 16\n"),  # passes
     ])), encoding="utf-8")
     try:
-        run = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
-                              "-q", str(notebook)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        command = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider", "-q",
+                   str(notebook)]
+        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     finally:
         for path in folder.iterdir():
             path.unlink()

@@ -36,7 +36,8 @@ def test_the_key_ignores_key_order_and_sees_every_field():
 
 
 def test_the_setting_is_read_from_the_environment():
-    assert load_settings({"RAGKIT_MODEL_CACHE": ".cache/models"}, config_file="/dev/null").model_cache == ".cache/models"
+    settings = load_settings({"RAGKIT_MODEL_CACHE": ".cache/models"}, config_file="/dev/null")
+    assert settings.model_cache == ".cache/models"
     assert load_settings({}, config_file="/dev/null").model_cache == ""
 
 

@@ -6,8 +6,14 @@ import pytest
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import ConfigError, CorpusError, EmptyQueryError, ModelNotFound
 from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMReranker, parse_score, rerank
-from ragkit.reranker_training import (TrainingConfig, heldout_accuracy, query_groups, split_of,
-                                      train_cross_encoder, training_pairs)
+from ragkit.reranker_training import (
+    TrainingConfig,
+    heldout_accuracy,
+    query_groups,
+    split_of,
+    train_cross_encoder,
+    training_pairs,
+)
 from tests.fakes import ScriptedChat
 
 DOCS = [Doc(f"{topic}-{i}", f"{topic} rule number {i}", topic=topic) for topic in ("sick", "vpn") for i in range(4)]
@@ -80,8 +86,7 @@ def test_heldout_accuracy_counts_ordered_pairs():
 
 
 def test_committed_pairs_match_the_queries_they_are_built_from():
-    from ragkit.corpus import load_docs
-    from ragkit.corpus import read_jsonl
+    from ragkit.corpus import load_docs, read_jsonl
     from ragkit.reranker_training import PAIRS_FILE, QUERIES_FILE
 
     rebuilt = training_pairs(read_jsonl(QUERIES_FILE), load_docs())
