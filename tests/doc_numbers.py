@@ -27,7 +27,6 @@ import glob
 import json
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from tests.make_docs import REGION
@@ -35,6 +34,7 @@ from tests.nbval_compare import _NUMBER
 from tests.prose_numbers import (
     _FENCE,
     _INLINE_CODE,
+    Violation,
     _blank_all,
     _vouched_for,
     evidence,
@@ -57,17 +57,6 @@ _PATH = re.compile(r"^[\w.*/-]+$")
 _ISO_DATE = re.compile(r"(?<![\w-])\d{4}-\d\d-\d\d(?![\w-])")
 _PYTHON_VERSION = re.compile(r"\bPython[ \t]+(?P<n>\d+\.\d+(?:[ \t]*(?:,|or|\(or)[ \t]*\d+\.\d+)*)")
 _SECONDS_KEY = re.compile(r"second|_s$|\(s\)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Violation:
-    path: str
-    line: int
-    number: str
-    context: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line} {self.number}: {self.context}"
 
 
 def sections(markdown: str) -> list[tuple[int, int]]:
@@ -150,7 +139,7 @@ def check_document(markdown: str, path: str = "<document>") -> list[Violation]:
         for name in named_sources(commented):
             if not glob.glob(str(ROOT / name)):
                 line = markdown.count("\n", 0, start + section.find(name)) + 1
-                violations.append(Violation(path, line, name, "the source it names does not exist"))
+                violations.append(Violation(path, f":{line}", name, "the source it names does not exist"))
             known += source_numbers(name)
         vouched = source_markers(commented)
         for number in written_numbers(checked):
@@ -160,7 +149,7 @@ def check_document(markdown: str, path: str = "<document>") -> list[Violation]:
             left = section[max(0, number.start - 45):number.start]
             right = section[number.end:number.end + 45]
             context = " ".join(f"…{left}[{section[number.start:number.end]}]{right}…".split())
-            violations.append(Violation(path, line, number.text, context))
+            violations.append(Violation(path, f":{line}", number.text, context))
     return violations
 
 

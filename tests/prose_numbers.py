@@ -121,15 +121,15 @@ class Written:
 
 @dataclass(frozen=True)
 class Violation:
-    """A number in a markdown cell with no evidence and no source marker."""
+    """A number in prose with no evidence and no source marker, and where it stands (' [cell]', ':line')."""
 
     path: str
-    cell: int
+    where: str
     number: str
     context: str
 
     def __str__(self) -> str:
-        return f"{self.path} [{self.cell}] {self.number}: {self.context}"
+        return f"{self.path}{self.where} {self.number}: {self.context}"
 
 
 def _parse(match: re.Match) -> Written | None:
@@ -303,7 +303,7 @@ def check_notebook(notebook: dict, path: str = "<notebook>") -> list[Violation]:
         for number in written_numbers(markdown):
             if number.exempt or _vouched_for(number, vouched) or any(matches(number, k) for k in known):
                 continue
-            violations.append(Violation(path, index, number.text, _context(markdown, number)))
+            violations.append(Violation(path, f" [{index}]", number.text, _context(markdown, number)))
     return violations
 
 
