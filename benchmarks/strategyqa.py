@@ -13,25 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import (
-    ExactDense,
-    StageRecorder,
-    add_output_options,
-    balanced_sample,
-    benchmark_parser,
-    bm25_search,
-    course_cross_encoder,
-    data_folder,
-    encode_corpus,
-    ms,
-    per_question_run,
-    positive_int,
-    result_name,
-    rung_table,
-    set_threads,
-    significance,
-    write_result,
-)
+from benchmarks import harness
 from ragkit import models
 from ragkit.chain_of_thought import cot_options, cot_prompt, parse_cot
 from ragkit.corpus import Doc, Question, Search, read_json, read_jsonl
@@ -131,9 +113,9 @@ BASES = ("majority class (always no)", "(a) plain CoT (greedy)")  # each answer 
 
 def accuracy_gains(rows: Mapping[str, Mapping]) -> dict:
     """Every answer row's accuracy gain over each base present, with paired bootstrap 95% intervals."""
-    runs = {name: per_question_run({qid: {"accuracy": v} for qid, v in row["correct"].items()})
+    runs = {name: harness.per_question_run({qid: {"accuracy": v} for qid, v in row["correct"].items()})
             for name, row in rows.items() if "correct" in row}
-    return significance(runs, [base for base in BASES if base in runs], ["accuracy"])
+    return harness.significance(runs, [base for base in BASES if base in runs], ["accuracy"])
 
 
 def plain_cot(question: str, chat, *, max_steps: int, max_tokens: int = 160) -> tuple[str, str]:
@@ -160,28 +142,29 @@ def retrieval_check(search: Search, questions: Sequence[Question]) -> tuple[dict
     return {"questions": len(judged),
             "facts R@5": float(np.mean([recall_at_k(ids[q.id], q.relevant, K_CHECK) for q in judged])),
             "all facts@5": float(np.mean([all_gold_at_k(ids[q.id], q.relevant, K_CHECK) for q in judged])),
-            "ms/question": ms(seconds, judged)}, seconds
+            "ms/question": harness.ms(seconds, judged)}, seconds
 
 
-def build_searches(facts: Sequence[Doc], rec: StageRecorder, *, hybrid: bool) -> tuple[dict[str, Search], dict, object]:
+def build_searches(facts: Sequence[Doc], rec: harness.StageRecorder, *,
+                   hybrid: bool) -> tuple[dict[str, Search], dict, object]:
     """{"bm25": ..., "hybrid": ...} over the facts (hybrid only if asked), what to record, the embedder (or None)."""
     with rec.stage("BM25: index the facts (search_tokenize)", items=len(facts)):
-        searches = {"bm25": bm25_search(BM25Index(facts, tokenizer=search_tokenize))}
+        searches = {"bm25": harness.bm25_search(BM25Index(facts, tokenizer=search_tokenize))}
     info: dict = {"bm25": {"k1": 1.5, "b": 0.75, "tokenizer": "search_tokenize"}}
     embedder = None
     if hybrid:
         with rec.stage("dense: load embedder"):
             embedder = models.embedder()
-        vectors, info["embedding_cache"] = encode_corpus(embedder, facts, rec, "dense")
-        searches["hybrid"] = HybridIndex([searches["bm25"], ExactDense(facts, vectors, embedder).search]).search
+        vectors, info["embedding_cache"] = harness.encode_corpus(embedder, facts, rec, "dense")
+        searches["hybrid"] = HybridIndex([searches["bm25"], harness.ExactDense(facts, vectors, embedder).search]).search
         info["embedder"] = embedder.name
     return searches, info, embedder
 
 
-def make_scorer(name: str, chat, rec: StageRecorder, threads: int, embedder=None):
+def make_scorer(name: str, chat, rec: harness.StageRecorder, threads: int, embedder=None):
     """The RwR vote's evidence scorer: e5 cosine, the course cross-encoder (trained if need be) or the chat model."""
     if name == "cross-encoder":
-        reranker, _ = course_cross_encoder(rec, threads)
+        reranker, _ = harness.course_cross_encoder(rec, threads)
         return evidence_scorer("cross-encoder", reranker=reranker)
     if name == "embedding" and embedder is None:
         with rec.stage("dense: load embedder (for the scorer)"):
@@ -192,7 +175,7 @@ def make_scorer(name: str, chat, rec: StageRecorder, threads: int, embedder=None
 # --- the run -----------------------------------------------------------------------------------------
 
 
-def timed(fn: Callable[[Question], object], questions: Sequence[Question], rec: StageRecorder,
+def timed(fn: Callable[[Question], object], questions: Sequence[Question], rec: harness.StageRecorder,
           label: str) -> tuple[dict[str, object], dict[str, float]]:
     """fn(question) on every question, timed one by one, under one stage."""
     from tqdm.auto import tqdm
@@ -207,7 +190,7 @@ def timed(fn: Callable[[Question], object], questions: Sequence[Question], rec: 
 
 
 def llm_rows(questions: Sequence[Question], search: Search, chat, scorer, args,
-             rec: StageRecorder) -> tuple[dict[str, dict], dict]:
+             rec: harness.StageRecorder) -> tuple[dict[str, dict], dict]:
     """Rows (a)-(d) and what the result file should add (per question, verdict counts, agreement)."""
     common = {"max_steps": args.max_steps}
     cot, cot_s = timed(lambda q: plain_cot(q.query, chat, **common), questions, rec, "(a) plain CoT")
@@ -215,7 +198,7 @@ def llm_rows(questions: Sequence[Question], search: Search, chat, scorer, args,
                      f"(c) RwR, top {args.k} facts per step")
     rows = {
         "(a) plain CoT (greedy)": {**accuracy({i: a for i, (a, _) in cot.items()}, questions),
-                                   "ms/question": ms(cot_s, questions)},
+                                   "ms/question": harness.ms(cot_s, questions)},
         f"(c) RwR (verify each step, top {args.k} facts)": rwr_row(rw, rw_s, questions),
     }
     info = {
@@ -245,7 +228,7 @@ def rwr_row(results: Mapping[str, object], seconds: Mapping[str, float], questio
     return {**accuracy({i: r.answer for i, r in results.items()}, questions),
             "steps corrected": f"{sum(s.verdict == 'corrected' for s in steps)}/{len(steps)}",
             "steps confirmed": f"{sum(s.verdict == 'confirmed' for s in steps)}/{len(steps)}",
-            "ms/question": ms(seconds, questions)}
+            "ms/question": harness.ms(seconds, questions)}
 
 
 def verdict_counts(results) -> dict[str, int]:
@@ -263,9 +246,10 @@ def vote_rows(questions, search, chat, scorer, args, rec, common) -> tuple[dict[
                          questions, rec, f"(d) RwR vote, {args.paths} paths, {args.scorer} scorer")
     rows = {
         f"(b) self-consistency ({args.paths} paths, majority)": {
-            **accuracy({i: r.answer for i, r in sc.items()}, questions), "ms/question": ms(sc_s, questions)},
+            **accuracy({i: r.answer for i, r in sc.items()}, questions), "ms/question": harness.ms(sc_s, questions)},
         f"(d) RwR vote ({args.paths} paths, {args.scorer} support)": {
-            **accuracy({i: r.answer for i, r in vote.items()}, questions), "ms/question": ms(vote_s, questions)},
+            **accuracy({i: r.answer for i, r in vote.items()}, questions),
+            "ms/question": harness.ms(vote_s, questions)},
     }
     info = {
         "vote_majority_equals_self_consistency": sum(parse_yes_no(vote[q.id].majority_answer)
@@ -294,10 +278,11 @@ def specialist_rows(questions, search, chat, chain, args, rec) -> tuple[dict[str
                              questions, rec, f"(e) question's top {K_CHECK} facts read by the answerer specialist")
     rows = {
         "(a+) plain CoT, its steps read by the answerer specialist": {
-            **accuracy(read, questions), "ms/question": ms({i: read_s[i] + cot_s[i] for i in read_s}, questions)},
+            **accuracy(read, questions),
+            "ms/question": harness.ms({i: read_s[i] + cot_s[i] for i in read_s}, questions)},
         f"(c+) RwR with judge + answerer specialists (top {args.k} facts)": rwr_row(rw, rw_s, questions),
         f"(e) retrieve then read: top {K_CHECK} facts, answerer specialist (no chain)": {
-            **accuracy(direct, questions), "ms/question": ms(direct_s, questions)},
+            **accuracy(direct, questions), "ms/question": harness.ms(direct_s, questions)},
     }
     info = {"specialists": {"answerer": answerer.name, "judge": judge.name},
             "specialist_verdicts": verdict_counts(rw.values()),
@@ -309,20 +294,20 @@ def specialist_rows(questions, search, chat, chain, args, rec) -> tuple[dict[str
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line (see --help)."""
-    parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "StrategyQA")
+    parser = harness.benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "StrategyQA")
     add = parser.add_argument
-    add("--questions", type=positive_int, help="a seeded sample of the 200, balanced yes/no (default: all 200)")
+    add("--questions", type=harness.positive_int, help="a seeded sample of the 200, balanced yes/no (default: all 200)")
     add("--seed", type=int, default=0, help="seed of the sample and of the sampled reasoning paths")
-    add("--paths", type=positive_int, default=5, help="sampled chains for self-consistency and the RwR vote")
+    add("--paths", type=harness.positive_int, default=5, help="sampled chains for self-consistency and the RwR vote")
     add("--scorer", choices=SCORERS, default="embedding", help="how the RwR vote scores a step's evidence")
     add("--retriever", choices=("hybrid", "bm25"), default="hybrid", help="how steps retrieve facts")
-    add("--max-steps", type=positive_int, default=3, help="reasoning steps per chain at most")
-    add("--k", type=positive_int, default=3, help="facts retrieved per step")
+    add("--max-steps", type=harness.positive_int, default=3, help="reasoning steps per chain at most")
+    add("--k", type=harness.positive_int, default=3, help="facts retrieved per step")
     add("--skip-llm", action="store_true", help="retrieval check and majority baseline only: no chat model")
     add("--no-votes", action="store_true", help="skip (b) self-consistency and (d) the RwR vote (the slow rows)")
     add("--specialists", action="store_true",
         help="add the rows with the answerer and judge specialists (lesson 09; committed or built by make specialists)")
-    add_output_options(parser, threads_help="CPU threads for the embedder, the cross-encoder and llama.cpp "
+    harness.add_output_options(parser, threads_help="CPU threads for the embedder, the cross-encoder and llama.cpp "
                                             "(1 is faster on a busy CPU)")
     return parser.parse_args(argv)
 
@@ -343,12 +328,12 @@ def notes(rows: Mapping[str, Mapping], *, full: bool) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Load the data, run the rows, print the table and the stages, write the result file."""
     args = parse_args(argv)
-    folder = data_folder(args.data, DATASET, (TRAIN_FILE, DEV_FILE, FACTS_FILE))
-    set_threads(args.threads)
-    rec = StageRecorder()
+    folder = harness.data_folder(args.data, DATASET, (TRAIN_FILE, DEV_FILE, FACTS_FILE))
+    harness.set_threads(args.threads)
+    rec = harness.StageRecorder()
     with rec.stage("load StrategyQA dev200 + facts"):
         everything, facts = load_strategyqa(folder)
-    questions = balanced_sample(everything, args.questions, key=lambda q: q.answer, seed=args.seed)
+    questions = harness.balanced_sample(everything, args.questions, key=lambda q: q.answer, seed=args.seed)
     full = len(questions) == len(everything)
     print(f"StrategyQA from {folder}: {len(questions)} questions over {len(facts)} facts, retriever "
           f"{args.retriever}, threads {args.threads}", file=sys.stderr)
@@ -369,9 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              "data": str(folder), "questions": len(questions), "facts": len(facts),
              "answers": {a: sum(q.answer == a for q in questions) for a in ("yes", "no")},
              "references": REFERENCES, **info}
-    name = result_name("strategyqa-specialists" if args.specialists and not args.skip_llm else "strategyqa",
+    name = harness.result_name("strategyqa-specialists" if args.specialists and not args.skip_llm else "strategyqa",
                        subset=not full, skip_llm=args.skip_llm)
-    write_result(name, rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir,
+    harness.write_result(name, harness.rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir,
                  gains=accuracy_gains(rows))
     print(notes(rows, full=full))
     return 0
