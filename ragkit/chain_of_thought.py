@@ -7,7 +7,10 @@ Taught in lessons/07_rethinking_with_retrieval.ipynb.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ragkit.few_shot import COT_EXAMPLES, COT_MARKERS, cot_example_steps
+from ragkit.jobs import numbered
 from ragkit.llm import ChatModel
 from ragkit.reasoning import Meter, keyword_query
 from ragkit.replies import (
@@ -112,19 +115,15 @@ def step_query(text: str, mode: str, meter: Meter) -> tuple[str, list[str]]:
     return written, []
 
 
-def answer_prompt(question: str, facts: str) -> list[dict]:
+def answer_prompt(question: str, facts: Sequence[str]) -> list[dict]:
     """The few-shot final-answer prompt: the examples' questions and steps as facts, then this question's facts."""
     messages = [{"role": "system", "content": f"Answer the question from the facts. Reply with one line: {ANSWER_LEAD} "
                                               "<short answer>."}]
     for example, steps, answer in COT_EXAMPLES:
         messages += [{"role": "user", "content": f"Question: {example}\nFacts:\n{numbered(steps)}"},
                      {"role": "assistant", "content": f"{ANSWER_LEAD} {answer}."}]
-    return messages + [{"role": "user", "content": f"Question: {question}\nFacts:\n{facts}"}]
+    return messages + [{"role": "user", "content": f"Question: {question}\nFacts:\n{numbered(facts)}"}]
 
-
-def numbered(texts) -> str:
-    """Texts as numbered lines: '1. …\n2. …'."""
-    return "\n".join(f"{n}. {text}" for n, text in enumerate(texts, start=1))
 
 
 def answer_options(chat: ChatModel, constrain: str) -> dict:

@@ -35,8 +35,7 @@ def decomposer_messages(question: str) -> list[dict]:
 
 def answerer_messages(question: str, facts: Sequence[str]) -> list[dict]:
     """The answerer's prompt, in RwR's final-answer layout (ragkit.chain_of_thought): 'Question: …\\nFacts:\\n1. …'."""
-    lines = "\n".join(f"{i}. {fact}" for i, fact in enumerate(facts, start=1))
-    return job_messages("answerer", f"Question: {question}\nFacts:\n{lines}")
+    return job_messages("answerer", f"Question: {question}\nFacts:\n{numbered(facts)}")
 
 
 def judge_messages(statement: str, evidence: Sequence[str]) -> list[dict]:
@@ -45,9 +44,9 @@ def judge_messages(statement: str, evidence: Sequence[str]) -> list[dict]:
     return job_messages("judge", f"Evidence:\n{lines}\nStep: {statement}")
 
 
-def steps_text(steps: Sequence[str]) -> str:
-    """Sub-questions as the decomposer writes them: '1. …\\n2. …', nothing after the last."""
-    return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, start=1))
+def numbered(texts: Sequence[str]) -> str:
+    """Lines numbered from 1, nothing after the last: '1. …\\n2. …' (a decomposer's steps, an answerer's facts)."""
+    return "\n".join(f"{i}. {text}" for i, text in enumerate(texts, start=1))
 
 
 def parse_label(text: str) -> str:

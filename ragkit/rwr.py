@@ -31,7 +31,6 @@ from ragkit.chain_of_thought import (
     copied_steps,
     cot_options,
     cot_prompt,
-    numbered,
     parse_answer,
     parse_cot,
     step_query,
@@ -180,7 +179,7 @@ def final_answer(question: str, steps: Sequence[RwRStep], meter: Meter, *, cot_a
     if served_job(meter) == "answerer":
         prompt = answerer_messages(question, evidence_facts(steps))
     else:
-        prompt = answer_prompt(question, numbered(s.text for s in steps))
+        prompt = answer_prompt(question, [s.text for s in steps])
     reply = meter.chat(prompt, max_tokens=40, stop=["\n"], **answer_options(meter.inner, constrain))
     answer = parse_answer(reply.text)
     warnings = length_warning(reply, "writing the final answer")

@@ -29,7 +29,7 @@ from ragkit.jobs import (
     answerer_messages,
     decomposer_messages,
     judge_messages,
-    steps_text,
+    numbered,
 )
 from ragkit.lexical import BM25Index
 from ragkit.text import search_tokenize
@@ -123,7 +123,7 @@ def decomposer_records(musique: Sequence[dict], strategyqa: Sequence[dict], *,
         if len(steps) > MAX_STEPS:
             counts[f"{corpus} dropped (over {MAX_STEPS} steps)"] += 1
             continue
-        records.append(make_record("decomposer", decomposer_messages(question), steps_text(steps), key=question,
+        records.append(make_record("decomposer", decomposer_messages(question), numbered(steps), key=question,
                                    source=source, steps=len(steps)))
         counts[corpus] += 1
     steps = dict(sorted(Counter(r["steps"] for r in records).items()))

@@ -11,7 +11,7 @@ from ragkit import specialists
 from ragkit.corpus import Doc
 from ragkit.errors import ConfigError, CorpusError, ModelNotFound
 from ragkit.finetune import FineTuneConfig
-from ragkit.jobs import MAX_STEPS, SYSTEMS, parse_decomposition, parse_label, parse_yes_no, steps_text
+from ragkit.jobs import MAX_STEPS, SYSTEMS, numbered, parse_decomposition, parse_label, parse_yes_no
 from ragkit.lexical import BM25Index
 from ragkit.specialist_records import (
     answerer_records,
@@ -71,8 +71,8 @@ def test_decomposer_records_keep_dev_questions_out_and_drop_long_decompositions(
 
 
 def test_the_target_ends_after_the_last_step():
-    assert steps_text(["A?", "B #1?"]) == "1. A?\n2. B #1?"
-    assert parse_decomposition(steps_text(["A?", "B #1?"])) == ["A?", "B #1?"]
+    assert numbered(["A?", "B #1?"]) == "1. A?\n2. B #1?"
+    assert parse_decomposition(numbered(["A?", "B #1?"])) == ["A?", "B #1?"]
 
 
 def test_the_held_out_tenth_is_fixed_by_the_question_text():
