@@ -15,14 +15,14 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 READ_SETTINGS := RAGKIT_CONFIG RAGKIT_LLM RAGKIT_EMBEDDER RAGKIT_RERANKER RAGKIT_STORE RAGKIT_THREADS RAGKIT_OLLAMA_HOST \
-	RAGKIT_TIMEOUT RAGKIT_MODEL_CACHE RAGKIT_DECOMPOSER RAGKIT_JUDGE RAGKIT_ANSWERER RAGKIT_DATA RAGKIT_CACHE RAGKIT_EVALDATA \
+	RAGKIT_TIMEOUT RAGKIT_MODEL_CACHE RAGKIT_DECOMPOSER RAGKIT_JUDGE RAGKIT_ANSWERER RAGKIT_READER RAGKIT_DATA RAGKIT_CACHE RAGKIT_EVALDATA \
 	OLLAMA_HOST OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_WEBHOOK_SECRET OPENAI_LOG \
 	HARNESS_EMBEDDING_NOISE HARNESS_SCORE_NOISE HARNESS_NOISE_SEED HARNESS_CHAT_SEED
 SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
 TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -64,7 +64,7 @@ $(WHEELHOUSE_DIR)/.complete: pyproject.toml constraints.txt
 reranker: $(STAMP)
 	$(BIN)/python -m ragkit.reranker_training
 
-# The chat model fine-tuned for one job each (decomposer, yes/no answerer, step judge; lesson 09): LoRA on
+# The chat model fine-tuned for one job each (decomposer, yes/no answerer, step judge, reader; lesson 09): LoRA on
 # 2 cores (each job's minutes: docs/results.md, generated from models/specialists/*/specialist.json), built under
 # .cache/specialists/ unless models/specialists/ holds a committed one.
 # SPECIALISTS="decomposer" builds one alone.
@@ -181,9 +181,11 @@ bench-strategyqa: $(STAMP)
 	$(BIN)/python -m benchmarks.strategyqa $(STRATEGYQA_ARGS)
 
 # Multi-hop retrieval on the course's 47 questions at 5 passages: the question alone, lesson 06's no-model
-# iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~6 min).
+# iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~11 min).
+# MULTIHOP_ARGS=--reader-bridges adds self-ask on the reader specialist's answers as bridges (~20-23 min, estimated).
+MULTIHOP_ARGS ?=
 bench-multihop: $(STAMP)
-	$(BIN)/python -m benchmarks.course_multihop
+	$(BIN)/python -m benchmarks.course_multihop $(MULTIHOP_ARGS)
 
 # HotpotQA retrieval with no chat model: RRF leg weights and link-following (the titles the top hits mention)
 # chosen on train100, then scored once on dev500 with intervals against the plain hybrid; ~15 min the first
@@ -195,6 +197,14 @@ bench-hotpotqa-fusion: $(STAMP)
 # scored once on the course's 47 questions (~25 min, 2 of them encoding train100's paragraphs the first time).
 bench-self-ask: $(STAMP)
 	$(BIN)/python -m benchmarks.self_ask_tuning
+
+# The few-shot chat reader against the reader specialist (built by `make specialists SPECIALISTS=reader`) on
+# HotpotQA dev 500: on the fusion chosen by bench-hotpotqa-fusion, on the gold paragraphs and on self-ask's
+# evidence, with paired intervals; the few-shot reader on 100 of the questions. READER_ARGS="--limit 20
+# --few-shot-limit 10 --skip-self-ask" is a quick look.
+READER_ARGS ?=
+bench-reader: $(STAMP)
+	$(BIN)/python -m benchmarks.hotpotqa_reader $(READER_ARGS)
 
 # LoRA against full fine-tuning (60 steps each, held-out step F1, tokens/s, memory) and the committed decomposer
 # through llama.cpp against transformers (tokens/s, step F1); ~25 min.

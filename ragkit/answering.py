@@ -2,7 +2,8 @@
 of the answer the passages support.
 
 A reader is the chat model given numbered passages and a question, told to reply with the short answer
-only, after one worked example. Its answer is scored against the gold answer (exact match, token F1) and
+only, after one worked example (ChatReader); any other ragkit.reader.Reader (the reader specialist, lesson
+09) can take its place. Its answer is scored against the gold answer (exact match, token F1) and
 for groundedness: the share of its content words that occur in the passages it was shown, the others
 listed. A grounded answer can still be wrong; an ungrounded one came from the model, not the context.
 
@@ -11,6 +12,7 @@ Taught in lessons/08_evaluation.ipynb (section 6).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,8 +20,9 @@ from dataclasses import dataclass
 from ragkit import models
 from ragkit.corpus import Hit, Question
 from ragkit.evaluate import Evaluation, answers_of, exact_match, mean, token_f1
-from ragkit.llm import ChatModel
+from ragkit.llm import ChatModel, ChatReply
 from ragkit.passages import excerpts_text
+from ragkit.reader import NOT_IN_PASSAGES, Reader, ReaderAnswer
 from ragkit.replies import ANSWER_PATTERN
 from ragkit.text import tokenize
 
@@ -75,17 +78,40 @@ def short_answer(text: str) -> str:
     return line[lead.end() if lead else 0:].strip().strip("\"'“”`*").rstrip(".").strip()
 
 
-def read(question: str, hits: Sequence[Hit], *, chat: ChatModel | None = None,
+class ChatReader:
+    """A chat model as a Reader: the few-shot prompt of reader_prompt, greedy, one line (no score: nan)."""
+
+    def __init__(self, chat: ChatModel, *, examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE), max_tokens: int = 32):
+        self.chat, self.examples, self.max_tokens, self.name = chat, tuple(examples), max_tokens, chat.name
+
+    def reply(self, question: str, hits: Sequence[Hit]) -> ChatReply:
+        """The chat model's raw reply to the reader prompt."""
+        prompt = reader_prompt(question, hits, examples=self.examples)
+        return self.chat.chat(prompt, max_tokens=self.max_tokens, temperature=0.0, stop=["\n"])
+
+    def answer(self, question: str, hits: Sequence[Hit]) -> ReaderAnswer:
+        """The short answer of the reply ('' if the reply has none)."""
+        started = time.perf_counter()
+        text = short_answer(self.reply(question, hits).text)
+        return ReaderAnswer(text, None, math.nan, time.perf_counter() - started)
+
+
+def read(question: str, hits: Sequence[Hit], *, chat: ChatModel | None = None, reader: Reader | None = None,
          examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE), max_tokens: int = 32) -> Reading:
-    """The chat model's short answer to question from the passages hits. Taught in lessons/08_evaluation.ipynb."""
+    """The short answer to question from the passages hits: reader's, else the chat model's prompted few-shot
+    (chat, else the chat setting's; examples and max_tokens are for it). Taught in lessons/08_evaluation.ipynb."""
     if not question or not question.strip():
         raise ValueError("the question is empty")
-    chat = chat or models.chat_model()
-    prompt = reader_prompt(question, hits, examples=examples)
+    if chat is not None and reader is not None:
+        raise ValueError("give a chat model or a reader, not both")
+    reader = reader or ChatReader(chat or models.chat_model(), examples=examples, max_tokens=max_tokens)
     started = time.perf_counter()
-    reply = chat.chat(prompt, max_tokens=max_tokens, temperature=0.0, stop=["\n"])
-    seconds = time.perf_counter() - started
-    return Reading(short_answer(reply.text), tuple(hits), passages_text(hits), reply.text, seconds)
+    if isinstance(reader, ChatReader):
+        reply = reader.reply(question, hits).text
+        answer = short_answer(reply)
+    else:
+        reply = answer = reader.answer(question, hits).text
+    return Reading(answer, tuple(hits), passages_text(hits), reply, time.perf_counter() - started)
 
 
 def content_words(text: str) -> list[str]:
@@ -104,17 +130,22 @@ def groundedness(answer: str, context: str) -> Grounding:
 
 
 def evaluate_reader(context_of: Callable[[Question], Sequence[Hit]], gold: Sequence[Question], *,
-                    chat: ChatModel | None = None, examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE)) -> Evaluation:
-    """Give the reader context_of(question) for every gold question; mean exact match, token F1 and
-    groundedness (over the answers that have content words). Taught in lessons/08_evaluation.ipynb."""
+                    chat: ChatModel | None = None, reader: Reader | None = None,
+                    examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE)) -> Evaluation:
+    """Give the reader (else chat, prompted few-shot) context_of(question) for every gold question; mean exact
+    match, token F1 and groundedness (over the answers that have content words; NOT_IN_PASSAGES has none).
+    Taught in lessons/08_evaluation.ipynb."""
     if not gold:
         raise ValueError("no gold questions to evaluate on")
-    chat = chat or models.chat_model()
+    if chat is not None and reader is not None:
+        raise ValueError("give a chat model or a reader, not both")
+    reader = reader or ChatReader(chat or models.chat_model(), examples=examples)
     rows = []
     for question in gold:
         started = time.perf_counter()
-        reading = read(question.query, list(context_of(question)), chat=chat, examples=examples)
-        grounding = groundedness(reading.answer, reading.context_text)
+        reading = read(question.query, list(context_of(question)), reader=reader)
+        grounding = (groundedness(reading.answer, reading.context_text) if reading.answer != NOT_IN_PASSAGES
+                     else Grounding(None, ()))
         answers = answers_of(question)
         rows.append({"id": question.id, "exact_match": exact_match(reading.answer, answers),
                      "f1": token_f1(reading.answer, answers), "grounded": grounding.share,

@@ -48,9 +48,13 @@ class Settings:
     # the models that judge RwR's steps against evidence and write its final answer (same choices as decomposer)
     judge: str = ""
     answerer: str = ""
+    # the reader that writes a short answer from passages when a pipeline is given one (roles.reader_model):
+    # '' (the chat model, prompted few-shot as ragkit.answering.read does), 'specialist' (the reader specialist:
+    # the chat model fine-tuned to copy a span of the passages, lesson 09) or any chat model spec, prompted few-shot
+    reader: str = ""
 
 
-ROLES = ("decomposer", "judge", "answerer")  # the settings above that choose a model per job (ragkit.roles)
+ROLES = ("decomposer", "judge", "answerer")  # the settings above that choose a chat model per job (ragkit.roles)
 
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:

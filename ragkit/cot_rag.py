@@ -6,7 +6,8 @@ decomposition is constrained: 'auto' (a GBNF numbered-list grammar for llama.cpp
 elsewhere), 'grammar', 'json' or 'none'. Every reply is read by a parser that never raises, and
 anything that went wrong ends up in `CoTResult.warnings`. `carry_findings=True` appends the previous
 step's finding to the next sub-query (a cheap help for bridge questions: "when was *it* founded?").
-Taught in lessons/06_cot_rag.ipynb.
+Given a `reader` (ragkit.reader, e.g. roles.reader_model()), the reader writes the final answer from the steps'
+passages instead of the chat model from their findings. Taught in lessons/06_cot_rag.ipynb.
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ from ragkit.few_shot import DECOMPOSE_EXAMPLES, DECOMPOSE_MARKERS, decompose_exa
 from ragkit.jobs import decomposer_messages
 from ragkit.llm import ChatModel
 from ragkit.passages import excerpts_text, shorten
-from ragkit.reasoning import Meter, Run, check_max_steps, models_used, safe_search, served_job, unique_ids
+from ragkit.reader import Reader
+from ragkit.reasoning import (
+    Meter,
+    Run,
+    check_max_steps,
+    models_used,
+    safe_search,
+    served_job,
+    unique_hits,
+    unique_ids,
+)
 from ragkit.replies import (
     clean_item,
     copy_warnings,
@@ -103,6 +114,7 @@ class CoTResult(Run):
     sources: tuple[str, ...]
     total_chunks: int
     plan: str = ""
+    reader_steps: tuple[int, ...] | None = None  # a reader's answer: the steps whose hits hold its passage
 
     @property
     def gaps(self) -> tuple[int, ...]:
@@ -110,8 +122,9 @@ class CoTResult(Run):
         return tuple(step.number for step in self.steps if not step.found)
 
     def cited_steps(self) -> tuple[int, ...]:
-        """Step numbers the answer cites ([S1], [S2, S3]), in order of first citation."""
-        return cited_steps(self.answer)
+        """Step numbers the answer cites ([S1], [S2, S3]), in order of first citation; for a reader's answer, the
+        steps whose hits hold the passage it was read from (none for yes/no or not found)."""
+        return cited_steps(self.answer) if self.reader_steps is None else self.reader_steps
 
     def trace_markdown(self) -> str:
         """The whole run as markdown: steps, excerpts, findings, answer, cost and warnings."""
@@ -142,10 +155,12 @@ class CoTResult(Run):
 
 def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, decomposer: ChatModel | None = None,
             max_steps: int = 4, k: int = 3, constrain: str = "auto", carry_findings: bool = False,
-            max_tokens: int = 120, max_chars: int = 500) -> CoTResult:
+            max_tokens: int = 120, max_chars: int = 500, reader: Reader | None = None) -> CoTResult:
     """Decompose, retrieve top-k per step, write a finding per step, answer citing [S1].
 
     The plan comes from `decomposer`, else from `chat` if given, else from the decomposer setting's model.
+    With a `reader`, it answers instead from the steps' passages: step 1's hits in rank order, then step 2's,
+    ..., each passage once, the first 5 (reasoning.unique_hits); see read_steps.
     Taught in lessons/06_cot_rag.ipynb.
     """
     check_query(question)
@@ -164,11 +179,16 @@ def cot_rag(question: str, search: Search, *, chat: ChatModel | None = None, dec
                                max_chars=max_chars)
         steps.append(step)
         warnings += [f"step {number}: {note}" for note in notes]
-    answer, notes = synthesize(question, steps, meter, max_tokens=max_tokens)
+    if reader is None:
+        answer, notes = synthesize(question, steps, meter, max_tokens=max_tokens)
+        reader_steps, model = None, models_used(meter, plan=planner)
+    else:
+        answer, reader_steps, notes = read_steps(question, steps, reader)
+        model = models_used(meter, plan=planner, reader=reader.name)
     warnings += notes
     return CoTResult(answer, tuple(steps), unique_ids([s.excerpts for s in steps]), sum(len(s.excerpts) for s in steps),
-                     plan, question=question, tokens=meter.tokens, latency=time.perf_counter() - started,
-                     model=models_used(meter, plan=planner), warnings=tuple(warnings))
+                     plan, reader_steps, question=question, tokens=meter.tokens, latency=time.perf_counter() - started,
+                     model=model, warnings=tuple(warnings))
 
 
 def decompose_prompt(question: str, *, max_steps: int, form: str = "list") -> list[dict]:
@@ -272,6 +292,18 @@ def synthesize(question: str, steps: list[CoTStep], meter: Meter, *,
     if not cited:
         warnings.append("the answer cites no step: its claims cannot be traced to the findings")
     return answer, warnings
+
+
+def read_steps(question: str, steps: list[CoTStep], reader: Reader) -> tuple[str, tuple[int, ...], list[str]]:
+    """The reader's answer from the steps' passages (each step's hits in step order, each passage once, the first
+    5), the steps whose hits hold the passage it was read from, and warnings."""
+    passages = unique_hits([s.excerpts for s in steps])
+    answer = reader.answer(question, passages)
+    warnings = [] if passages else [NO_CONTEXT_WARNING]
+    if not answer.found:
+        warnings.append(f"the reader ({reader.name}) found no answer in the steps' passages")
+    source = passages[answer.passage].id if answer.passage is not None and answer.passage < len(passages) else None
+    return answer.text, tuple(s.number for s in steps if source in s.sources), warnings
 
 
 def cited_steps(answer: str) -> tuple[int, ...]:

@@ -10,15 +10,19 @@ from typing import Sequence
 
 from ragkit.evaluate import answer_key, normalize_answer
 from ragkit.passages import shorten
+from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.replies import parse_steps
 
 MAX_STEPS = 4
 EVIDENCE_CHARS = 400  # as RwR's evidence excerpts (rwr(max_chars=400))
+PASSAGE_CHARS = 600  # a reader's passage is cut here, in training and in use
 LABELS = ("supports", "contradicts", "unrelated")
 SYSTEMS = {
     "decomposer": f"Split the question into at most {MAX_STEPS} sub-questions. Refer to earlier answers as #1, #2.",
     "answerer": "Answer the question with yes or no, using the facts.",
     "judge": "Does the evidence support the step? Reply supports, contradicts or unrelated.",
+    "reader": ("Answer the question with a short span copied from the passages, or yes, or no, or "
+               f"'{NOT_IN_PASSAGES}'."),
 }
 STEP_REFERENCE = re.compile(r"#\s*(\d+)")  # how a decomposer step refers to an earlier answer: #1, #2
 
@@ -44,6 +48,19 @@ def judge_messages(statement: str, evidence: Sequence[str]) -> list[dict]:
     return job_messages("judge", f"Evidence:\n{lines}\nStep: {statement}")
 
 
+def reader_messages(question: str, passages: Sequence[Sequence[str]]) -> list[dict]:
+    """The reader's prompt: 'Passages:\n[1] title: text\n…\n\nQuestion: …' ((title, text) passages, each cut)."""
+    lines = "\n".join(f"[{i}] {shorten(passage_body(title, text), PASSAGE_CHARS)}"
+                      for i, (title, text) in enumerate(passages, start=1))
+    return job_messages("reader", f"Passages:\n{lines}\n\nQuestion: {' '.join(question.split())}")
+
+
+def passage_body(title: str, text: str) -> str:
+    """A passage as a reader reads it: 'title: text' on one line, or the text alone."""
+    text = " ".join(str(text).split())
+    return f"{title}: {text}" if title else text
+
+
 def numbered(texts: Sequence[str]) -> str:
     """Lines numbered from 1, nothing after the last: '1. …\\n2. …' (a decomposer's steps, an answerer's facts)."""
     return "\n".join(f"{i}. {text}" for i, text in enumerate(texts, start=1))
@@ -66,4 +83,10 @@ def parse_yes_no(text: str) -> str:
     return key if key in ("yes", "no") else ""
 
 
-PARSERS = {"decomposer": parse_decomposition, "answerer": parse_yes_no, "judge": parse_label}
+def parse_reader(text: str) -> str:
+    """A reader reply's first line, without surrounding spaces, quotes or a final period."""
+    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
+    return line.strip().strip("\"'“”`").rstrip(".").strip()
+
+
+PARSERS = {"decomposer": parse_decomposition, "answerer": parse_yes_no, "judge": parse_label, "reader": parse_reader}

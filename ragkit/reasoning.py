@@ -15,6 +15,8 @@ from ragkit.errors import EmptyQueryError
 from ragkit.llm import ChatModel, ChatReply
 from ragkit.text import ENGLISH_STOPWORDS, WORD
 
+READER_PASSAGES = 5  # how many of the steps' passages a pipeline's reader reads (CoT-RAG, RwR)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
@@ -49,9 +51,11 @@ def served_job(chat: ChatModel) -> str:
     return getattr(getattr(chat, "inner", chat), "job", "") or ""
 
 
-def models_used(meter: Meter, **roles: Meter) -> str:
-    """The main model's name, then each role's model where it differs ('m (plan: p)', 'm (judge: j, answerer: a)')."""
-    others = [f"{role}: {m.model}" for role, m in roles.items() if m.model != meter.model]
+def models_used(meter: Meter, **roles: Meter | str) -> str:
+    """The main model's name, then each role's model (a meter, or a name) where it differs ('m (plan: p)',
+    'm (judge: j, answerer: a)')."""
+    names = {role: m if isinstance(m, str) else m.model for role, m in roles.items()}
+    others = [f"{role}: {name}" for role, name in names.items() if name != meter.model]
     return f"{meter.model} ({', '.join(others)})" if others else meter.model
 
 
@@ -81,3 +85,12 @@ def safe_search(search: Search, query: str, *, k: int) -> tuple[list[Hit], str]:
 def unique_ids(hit_lists: Sequence[Sequence[Hit]]) -> tuple[str, ...]:
     """Every hit's doc id once, in order of first appearance."""
     return tuple(dict.fromkeys(hit.id for hits in hit_lists for hit in hits))
+
+
+def unique_hits(hit_lists: Sequence[Sequence[Hit]], *, limit: int = READER_PASSAGES) -> list[Hit]:
+    """Each list's hits in turn (the 1st list's in rank order, then the 2nd's, ...), each doc once, the first limit."""
+    first: dict[str, Hit] = {}
+    for hits in hit_lists:
+        for hit in hits:
+            first.setdefault(hit.id, hit)
+    return list(first.values())[:limit]

@@ -1,20 +1,24 @@
-"""The model for each job of the reasoning pipelines (decomposer, judge, answerer): its setting names a
+"""The model for each job of the reasoning pipelines (decomposer, judge, answerer, reader): its setting names a
 specialist (lesson 09), another chat model, or nothing (the chat model). Above both the chat backends
 (ragkit.models) and the specialists (ragkit.specialists), since it picks between them.
 
 RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER: (empty: the chat model) | specialist | any RAGKIT_LLM value
+RAGKIT_READER: the same choices, for the reader (reader_model: a Reader, not a chat model)
 Taught in lessons/09_specialists.ipynb.
 """
 
 from __future__ import annotations
 
+from ragkit.answering import ChatReader
 from ragkit.config import ROLES, load_settings
 from ragkit.errors import ConfigError
 from ragkit.llm import ChatModel
 from ragkit.models import chat_model
+from ragkit.reader import Reader
+from ragkit.reader_specialist import specialist_reader
 from ragkit.specialists import specialist
 
-__all__ = ["ROLES", "role_model"]
+__all__ = ["ROLES", "reader_model", "role_model"]
 
 
 def role_model(role: str) -> ChatModel:
@@ -25,3 +29,12 @@ def role_model(role: str) -> ChatModel:
     if spec.lower() == "specialist":
         return specialist(role)
     return chat_model(spec or None)
+
+
+def reader_model() -> Reader:
+    """The reader the reader setting names: the reader specialist, else a chat model (its spec's, else the chat
+    model) prompted few-shot."""
+    spec = load_settings().reader.strip()
+    if spec.lower() == "specialist":
+        return specialist_reader()
+    return ChatReader(chat_model(spec or None))

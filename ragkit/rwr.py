@@ -14,11 +14,16 @@ the final answer (each the chat model unless set, RAGKIT_JUDGE / RAGKIT_ANSWERER
 supports / contradicts / unrelated: supports confirms the step, contradicts corrects it to the evidence
 sentence closest to it, unrelated leaves it unverified. An answerer specialist answers yes or no from the
 question and facts: the revised steps that evidence confirmed or corrected, then each step's best evidence.
-Taught in lessons/07_rethinking_with_retrieval.ipynb.
+
+Given a `reader` (ragkit.reader, e.g. roles.reader_model()), a question that is not yes/no (is_yes_no: English
+only, by its first word) is answered by the reader from the steps' evidence instead (each step's evidence in
+step order, each passage once, the first 5); a yes/no question keeps the answerer. Taught in
+lessons/07_rethinking_with_retrieval.ipynb.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -39,13 +44,28 @@ from ragkit.corpus import Hit, Search, check_query
 from ragkit.jobs import answerer_messages
 from ragkit.llm import ChatModel
 from ragkit.passages import passage_line, shorten
-from ragkit.reasoning import Meter, Run, check_max_steps, models_used, safe_search, served_job, unique_ids
+from ragkit.reader import Reader
+from ragkit.reasoning import (
+    Meter,
+    Run,
+    check_max_steps,
+    models_used,
+    safe_search,
+    served_job,
+    unique_hits,
+    unique_ids,
+)
 from ragkit.replies import length_warning
 from ragkit.step_judge import judge
 from ragkit.trace import hit_lines, html_table, warning_html, warning_lines
 
 _VERDICT_MARK = {"confirmed": "✔", "corrected": "✎", "unverified": "?"}
 _VERDICT_STYLE = {"confirmed": "background:#e2f5e2", "corrected": "background:#fff3cd", "unverified": ""}
+# the first words of an English yes/no question: an auxiliary or modal verb, also negated ("Isn't", "Don't")
+YES_NO_LEADS = frozenset("is are was were am do does did can could has have had will would shall should may might "
+                         "must isn't aren't wasn't weren't don't doesn't didn't can't couldn't hasn't haven't hadn't "
+                         "won't wouldn't shouldn't".split())
+_FIRST_WORD = re.compile(r"[a-z']+")
 
 
 @dataclass(frozen=True)
@@ -121,11 +141,12 @@ class RwRResult(Run):
 
 
 def rwr(question: str, search: Search, *, chat: ChatModel | None = None, judge: ChatModel | None = None,
-        answerer: ChatModel | None = None, max_steps: int = 4, k: int = 3, query: str = "keywords",
-        constrain: str = "auto", max_tokens: int = 160, max_chars: int = 400) -> RwRResult:
+        answerer: ChatModel | None = None, reader: Reader | None = None, max_steps: int = 4, k: int = 3,
+        query: str = "keywords", constrain: str = "auto", max_tokens: int = 160, max_chars: int = 400) -> RwRResult:
     """Chain of thought; per step a query, evidence, a verdict; then a final answer.
 
     The verdicts come from `judge` and the answer from `answerer`: each `chat` if given, else its setting's model.
+    With a `reader`, a question that is not yes/no is answered by the reader from the steps' evidence (read_evidence).
     Taught in lessons/07_rethinking_with_retrieval.ipynb and lessons/09_specialists.ipynb.
     """
     check_query(question)
@@ -149,11 +170,15 @@ def rwr(question: str, search: Search, *, chat: ChatModel | None = None, judge: 
                                  max_chars=max_chars, judges=judges)
         steps.append(step)
         warnings += [f"step {number}: {note}" for note in notes]
-    answer, notes = final_answer(question, steps, answers, cot_answer=cot_answer, constrain=constrain)
+    if reader is None or is_yes_no(question):
+        answer, notes = final_answer(question, steps, answers, cot_answer=cot_answer, constrain=constrain)
+        model = models_used(meter, judge=judges, answerer=answers)
+    else:
+        answer, notes = read_evidence(question, steps, reader)
+        model = models_used(meter, judge=judges, reader=reader.name)
     tokens = meter.tokens + judges.tokens + answers.tokens
     return RwRResult(tuple(steps), cot_answer, answer, reply.text, question=question, tokens=tokens,
-                     latency=time.perf_counter() - started, model=models_used(meter, judge=judges, answerer=answers),
-                     warnings=tuple(warnings + notes))
+                     latency=time.perf_counter() - started, model=model, warnings=tuple(warnings + notes))
 
 
 def check_step(number: int, text: str, so_far: Sequence[str], search: Search, meter: Meter, *, k: int = 3,
@@ -188,6 +213,22 @@ def final_answer(question: str, steps: Sequence[RwRStep], meter: Meter, *, cot_a
     if not any(s.verdict in ("confirmed", "corrected") for s in steps):
         warnings.append("no step was confirmed or corrected by evidence: the answer rests on unverified steps")
     return answer, warnings
+
+
+def read_evidence(question: str, steps: Sequence[RwRStep], reader: Reader) -> tuple[str, list[str]]:
+    """The reader's answer from the steps' evidence (each step's in step order, each passage once, the first 5)."""
+    passages = unique_hits([s.evidence for s in steps])
+    answer = reader.answer(question, passages)
+    if not passages:
+        return answer.text, ["no step retrieved evidence: the reader had no passage to read"]
+    return answer.text, [] if answer.found else [f"the reader ({reader.name}) found no answer in the evidence"]
+
+
+def is_yes_no(question: str) -> bool:
+    """Whether an English question asks for yes or no: its first word is an auxiliary or modal verb (Is, Does,
+    Can, Wasn't ...)."""
+    first = _FIRST_WORD.match(question.strip().lower().replace("’", "'").lstrip("\"'“¿¡(["))
+    return bool(first) and first.group() in YES_NO_LEADS
 
 
 def evidence_facts(steps: Sequence[RwRStep], *, limit: int = 6) -> list[str]:

@@ -1,11 +1,12 @@
 """Iterative CoT-RAG (self-ask): plan the steps, then retrieve them one at a time, each later step's
 references to earlier answers (#1, #2) replaced by what those steps found.
 
-What a step "found" is its bridge: a reader's short answer when a reader is given (and says something),
-else the sentence of the step's top hits closest to the step in the embedder's space. Appending the
-question to every step's query keeps the search on the question's topic. The evidence of a run is the
-steps' rankings interleaved, cut at a passage budget, so it compares with plan-first CoT-RAG and with the
-question alone at the same budget. Taught in lessons/09_specialists.ipynb.
+What a step "found" is its bridge: a reader's short answer when a reader is given (ragkit.reader, e.g.
+roles.reader_model()) and finds one, else the sentence of the step's top hits closest to the step in the
+embedder's space (with a warning when a reader found nothing). Appending the question to every step's query
+keeps the search on the question's topic. The evidence of a run is the steps' rankings interleaved, cut at
+a passage budget, so it compares with plan-first CoT-RAG and with the question alone at the same budget.
+Taught in lessons/09_specialists.ipynb.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -25,11 +26,10 @@ from ragkit.fusion import lead_then_interleave
 from ragkit.jobs import STEP_REFERENCE
 from ragkit.llm import ChatModel
 from ragkit.passages import shorten
+from ragkit.reader import Reader
 from ragkit.reasoning import Meter, Run, check_max_steps, safe_search
 from ragkit.text import split_sentences
 from ragkit.trace import warning_lines
-
-Reader = Callable[[str, Sequence[Hit]], str]  # (step query, its hits) -> a short answer, '' if none
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,9 @@ def search_in_order(question: str, planned: Sequence[str], search: Search, *, em
         hits, note = safe_search(search, query, k=k)
         bridge, source = find_bridge(resolved, hits[:bridge_hits], embedder, reader, titled=titled_bridges)
         warnings += [f"step {number}: {n}" for n in [*notes, note] if n]
+        if reader is not None and source == "sentence":
+            warnings.append(f"step {number}: the reader ({reader.name}) found no answer; #{number} is the closest "
+                            "sentence")
         if hits and not bridge:
             warnings.append(f"step {number}: found nothing to stand in for #{number}")
         steps.append(AskedStep(number, step, query, tuple(hits), bridge, source, time.perf_counter() - step_started))
@@ -135,14 +138,14 @@ def resolve_references(step: str, bridges: Sequence[str]) -> tuple[str, list[str
 
 def find_bridge(step: str, hits: Sequence[Hit], embedder, reader: Reader | None = None, *,
                 titled: bool = False) -> tuple[str, str]:
-    """What a step found: the reader's answer if it gives one, else the hits' sentence closest to the step
+    """What a step found: the reader's answer if it finds one, else the hits' sentence closest to the step
     (titled: prefixed with its passage's title, since a sentence may name its subject only as "he")."""
     if not hits:
         return "", ""
     if reader is not None:
-        answer = " ".join((reader(step, hits) or "").split())
-        if answer:
-            return answer, "reader"
+        answer = reader.answer(step, hits)
+        if answer.found and answer.text.strip():
+            return " ".join(answer.text.split()), "reader"
     titles = [hit.doc.title for hit in hits] if titled else None
     sentence = closest_sentence(step, [hit.doc.text for hit in hits], embedder, titles=titles)
     return sentence, "sentence" if sentence else ""

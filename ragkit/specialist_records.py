@@ -8,6 +8,7 @@ public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a has
 - judge: a statement and numbered evidence -> "supports" / "contradicts" / "unrelated": a StrategyQA fact
   among retrieved look-alikes (supports) or only the look-alikes (unrelated), SciFact claims with their
   rationale sentences (SUPPORT, CONTRADICT) or another claim's (unrelated).
+- reader: ragkit.reader_records (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no).
 StrategyQA's fixed dev200 questions never enter any training set. Taught in lessons/09_specialists.ipynb.
 """
 
@@ -20,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import splits
+from ragkit import reader_records, splits
 from ragkit.config import evaldata_dir
 from ragkit.corpus import Doc, read_json, read_jsonl, stored_file
 from ragkit.errors import CorpusError
@@ -59,18 +60,6 @@ RELATION_QUESTIONS = {
 PERSON_RELATIONS = frozenset({"performer", "spouse", "author", "child", "creator", "cast member", "father", "mother",
                               "sibling", "composer", "producer", "director", "screenwriter", "winner"})
 _TRAILING_PREPOSITION = re.compile(r"\b(of|by|with|to|after|in|at|on|for|from)$")
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def make_record(job: str, messages: list[dict], answer: str, *, key: str, source: str, **extra) -> dict:
@@ -264,6 +253,8 @@ def label_counts(records: Sequence[dict]) -> dict:
 def source_files(job: str, *, root: str | Path | None = None) -> dict[str, Path]:
     """The evaluation-data files a job's records are built from, by name (each file, or its gzip-compressed
     copy <file>.gz as data/benchmarks/ keeps the large ones)."""
+    if job == "reader":
+        return reader_records.source_files(root=root)
     root = Path(root) if root else evaldata_dir()
     files = {name: stored_file(root / SOURCES[name]) for name in JOB_SOURCES[job]}
     missing = [SOURCES[name] for name, path in files.items() if not path.is_file()]
@@ -279,6 +270,8 @@ def build_records(job: str, *, root: str | Path | None = None, seed: int = 0) ->
 
     Taught in lessons/09_specialists.ipynb.
     """
+    if job == "reader":
+        return reader_records.build_records(root=root, seed=seed)
     files = source_files(job, root=root)
     read = {name: read_jsonl(path) if SOURCES[name].endswith(".jsonl") else read_json(path)
             for name, path in files.items()}

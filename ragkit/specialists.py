@@ -1,5 +1,5 @@
 """Specialists: the default chat model fine-tuned for one narrow job each (decomposer, yes/no answerer, step
-judge), found, loaded and used like any chat backend, and scored on held-out data.
+judge, reader), found, loaded and used like any chat backend, and scored on held-out data.
 
 Where a specialist lives: a committed one in models/specialists/<job>/ comes first (it is what the lessons'
 recorded outputs were made with, the same on every machine), then the one `make specialists` built under
@@ -31,12 +31,22 @@ from typing import Sequence
 from ragkit import finetune
 from ragkit.config import PROJECT_DIR, cache_dir, load_settings, package_version
 from ragkit.errors import ConfigError, ModelNotFound
-from ragkit.evaluate import mean, token_f1
+from ragkit.evaluate import exact_match, mean, token_f1
 from ragkit.finetune import FineTuneConfig
-from ragkit.jobs import LABELS, MAX_STEPS, PARSERS, SYSTEMS, job_messages, parse_decomposition
+from ragkit.jobs import (
+    LABELS,
+    MAX_STEPS,
+    PARSERS,
+    SYSTEMS,
+    job_messages,
+    parse_decomposition,
+    parse_reader,
+    passage_body,
+)
 from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, TransformersChat, as_messages, smollm2_path
 from ragkit.model_cache import reply_store
 from ragkit.replies import marked_lines
+from ragkit.spans import extract
 from ragkit.specialist_records import build_records, heldout_sample, source_files
 
 log = logging.getLogger(__name__)
@@ -68,6 +78,9 @@ JOBS = {
     # 240 steps: part of one pass over its records, so that its build is the shortest of the three
     "judge": Job("judge", "step judge", 4,
                  FineTuneConfig(max_length=320, lora_rank=8, lora_alpha=16.0, max_steps=240)),
+    # 170 steps (1,360 of its ~6,600 records) fill the hour a build may take; 704 tokens hold four HotpotQA passages
+    "reader": Job("reader", "reader", 24,
+                  FineTuneConfig(max_length=704, lora_rank=8, lora_alpha=16.0, max_steps=170)),
 }
 
 
@@ -76,12 +89,6 @@ def job_of(job: str) -> Job:
     if job not in JOBS:
         raise ConfigError(f"unknown specialist job {job!r}: use one of {', '.join(JOBS)}")
     return JOBS[job]
-
-
-
-
-
-
 
 
 # --- scores -----------------------------------------------------------------------------------------------
@@ -125,6 +132,28 @@ def label_scores(predicted: Sequence[str], gold: Sequence[str], *, labels: Seque
     return scores
 
 
+def reader_reply(text: str, passages: Sequence[Sequence[str]]) -> tuple[str, int | None]:
+    """A reader reply as the reader keeps it: its first line made a span of the (title, text) passages, and the
+    passage it is from (None for yes, no, NOT_IN_PASSAGES or an answer in no passage)."""
+    return extract(parse_reader(text), [passage_body(title, body) for title, body in passages])
+
+
+def reader_scores(predicted: Sequence[str], records: Sequence[dict]) -> dict[str, float]:
+    """Exact match and token F1 against each record's answer, overall, per source and per kind of answer.
+
+    Taught in lessons/09_specialists.ipynb.
+    """
+    _same_length(predicted, records)
+    gold = [r["answer"].strip() for r in records]
+    scores = {"n": len(gold), "em": mean([exact_match(p, g) for p, g in zip(predicted, gold)]),
+              "f1": mean([token_f1(p, g) for p, g in zip(predicted, gold)])}
+    for field in ("source", "kind"):
+        for value in sorted({r[field] for r in records}):
+            chosen = [(p, g) for p, g, r in zip(predicted, gold, records) if r[field] == value]
+            scores[f"f1[{value}]"] = mean([token_f1(p, g) for p, g in chosen])
+    return scores
+
+
 def _same_length(predicted: Sequence, gold: Sequence) -> None:
     if len(predicted) != len(gold):
         raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold answers")
@@ -141,6 +170,9 @@ def heldout_scores(chat: ChatModel, records: Sequence[dict], *, job: str) -> dic
         gold = [parse_decomposition(r["answer"]) for r in records]
         stopped = [reply.finish_reason == "stop" and len(marked_lines(reply.text)) <= MAX_STEPS for reply in replies]
         return decomposition_scores([parse_decomposition(reply.text) for reply in replies], gold, stopped=stopped)
+    if job == "reader":
+        return reader_scores([reader_reply(reply.text, r["passages"])[0] for reply, r in zip(replies, records)],
+                             records)
     labels = ("yes", "no") if job == "answerer" else LABELS
     return label_scores([PARSERS[job](reply.text) for reply in replies], [r["answer"] for r in records], labels=labels)
 

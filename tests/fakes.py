@@ -1,4 +1,4 @@
-"""Small stand-ins for models in unit tests: a scripted chat model and a hashing embedder."""
+"""Small stand-ins for models in unit tests: a scripted chat model, a scripted reader and a hashing embedder."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from ragkit.llm import ChatReply
+from ragkit.reader import ReaderAnswer
 from ragkit.text import tokenize
 
 
@@ -34,6 +35,22 @@ class JobChat(ScriptedChat):
     def __init__(self, job, *replies):
         self.job, self.name = job, f"{job} specialist"
         super().__init__(*replies)
+
+
+class ScriptedReader:
+    """A reader that gives the given answers (text, or (text, passage)) in turn, the last one again and again, and
+    records each question with the ids of the passages it was given."""
+
+    name = "scripted reader"
+
+    def __init__(self, *answers: str | tuple[str, int | None]):
+        self.answers = [a if isinstance(a, tuple) else (a, None) for a in answers]
+        self.calls = []
+
+    def answer(self, question, hits) -> ReaderAnswer:
+        self.calls.append((question, [hit.id for hit in hits]))
+        text, passage = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return ReaderAnswer(text, passage, 1.0, 0.001)
 
 
 class HashingEmbedder:

@@ -163,7 +163,8 @@ def stages_region(args: list[str]) -> str:
     return table(["stage", "seconds", "items", "items/s", "peak MB"], rows)
 
 
-SPECIALISTS = ("decomposer", "answerer", "judge")
+SPECIALISTS = ("decomposer", "answerer", "judge", "reader")
+METRICS = ("step_f1", "f1", "accuracy")  # the first each job's held-out scores have
 
 
 def specialists_region(args: list[str]) -> str:
@@ -171,8 +172,9 @@ def specialists_region(args: list[str]) -> str:
     for job in SPECIALISTS:
         record = load_json(f"models/specialists/{job}/specialist.json")
         report, after, before = record["report"], record["heldout"], record["heldout_untrained"]
-        metric = "step_f1" if "step_f1" in after else "accuracy"
+        metric = next(m for m in METRICS if m in after)
         majority = f" (majority {after['majority']:.3f})" if "majority" in after else ""
+        majority += f" (EM {after['em']:.3f} / {before['em']:.3f})" if "em" in after else ""
         rows.append([f"{job} (`RAGKIT_{job.upper()}=specialist`)",
                      f"{report['train_examples']:,}", f"{report['examples']:,}", f"{report['steps']:,}",
                      f"{report['seconds'] / 60:.0f}", f"{report['tokens_per_second']:.0f}",

@@ -1,7 +1,10 @@
+import math
+
 import pytest
 
 from ragkit.answering import (
     NO_PASSAGES,
+    ChatReader,
     content_words,
     evaluate_reader,
     groundedness,
@@ -10,7 +13,8 @@ from ragkit.answering import (
     short_answer,
 )
 from ragkit.corpus import Doc, Hit, Question
-from tests.fakes import ScriptedChat
+from ragkit.reader import NOT_IN_PASSAGES
+from tests.fakes import ScriptedChat, ScriptedReader
 
 SICK = Hit(Doc("en-sick-02", "A doctor's note is needed after three consecutive days of sick leave.", "Sick notes"),
            0.9)
@@ -47,6 +51,26 @@ def test_read_returns_the_short_answer_and_the_context_it_showed():
         read("  ", [SICK], chat=chat)
 
 
+def test_the_chat_reader_sends_exactly_the_prompt_read_sends():
+    chat = ScriptedChat("Answer: three days.")
+    read("How many sick days before a note?", [SICK, TRAVEL], chat=chat)
+    answer = ChatReader(chat).answer("How many sick days before a note?", [SICK, TRAVEL])
+    assert chat.calls[1] == chat.calls[0]
+    assert chat.calls[1] == (reader_prompt("How many sick days before a note?", [SICK, TRAVEL]),
+                             {"max_tokens": 32, "temperature": 0.0, "stop": ["\n"]})
+    assert (answer.text, answer.passage, answer.found) == ("three days", None, True) and math.isnan(answer.score)
+    assert ChatReader(chat).name == "scripted" and not ChatReader(ScriptedChat("")).answer("When?", [SICK]).found
+
+
+def test_read_with_a_reader_returns_its_answer_and_refuses_a_chat_model_too():
+    reader = ScriptedReader(("three consecutive days", 0))
+    reading = read("How many sick days before a note?", [SICK, TRAVEL], reader=reader)
+    assert reading.answer == reading.reply == "three consecutive days" and reading.context == (SICK, TRAVEL)
+    assert reader.calls == [("How many sick days before a note?", ["en-sick-02", "en-travel-01"])]
+    with pytest.raises(ValueError, match="not both"):
+        read("When?", [SICK], chat=ScriptedChat("x"), reader=reader)
+
+
 def test_groundedness_lists_the_words_the_context_does_not_have():
     grounded = groundedness("three consecutive days", SICK.doc.text)
     assert grounded.share == 1.0 and grounded.unsupported == ()
@@ -75,6 +99,15 @@ def test_evaluate_reader_scores_answers_and_groundedness_per_question():
     assert result.means["exact_match"] == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="no gold questions"):
         evaluate_reader(lambda q: [], [], chat=chat)
+
+
+def test_evaluate_reader_takes_a_reader_and_does_not_score_its_abstention_for_groundedness():
+    reader = ScriptedReader("three consecutive days", NOT_IN_PASSAGES)
+    result = evaluate_reader(lambda q: [SICK], [question("q01"), question("q02")], reader=reader)
+    rows = {row["id"]: row for row in result.per_question}
+    assert rows["q01"]["exact_match"] == 1.0 and rows["q01"]["grounded"] == 1.0
+    assert rows["q02"]["prediction"] == NOT_IN_PASSAGES and rows["q02"]["grounded"] is None
+    assert rows["q02"]["unsupported"] == () and result.means["grounded"] == 1.0
 
 
 @pytest.mark.model

@@ -2,11 +2,13 @@
 
 import importlib.util
 import re
+import types
 from pathlib import Path
 
 import pytest
 
 from ragkit import config, llm, roles
+from ragkit.answering import ChatReader
 from ragkit.config import (
     PROJECT_DIR,
     Settings,
@@ -324,3 +326,17 @@ def test_a_role_uses_the_chat_model_its_own_setting_or_a_specialist(monkeypatch)
     assert roles.role_model("answerer") == "chat None"
     with pytest.raises(ConfigError, match="unknown role"):
         roles.role_model("rewriter")
+
+
+def test_the_reader_setting_picks_the_chat_model_another_one_or_the_reader_specialist(monkeypatch):
+    monkeypatch.setattr(roles, "chat_model", lambda spec=None: types.SimpleNamespace(name=f"chat {spec}"))
+    asked = []
+    monkeypatch.setattr(roles, "specialist_reader", lambda **options: asked.append(options) or "reader specialist")
+    monkeypatch.delenv("RAGKIT_READER", raising=False)
+    assert load_settings({}).reader == "" and load_settings({"RAGKIT_READER": "specialist"}).reader == "specialist"
+    reader = roles.reader_model()
+    assert isinstance(reader, ChatReader) and reader.chat.name == "chat None" and asked == []
+    monkeypatch.setenv("RAGKIT_READER", "ollama:qwen2.5")
+    assert isinstance(roles.reader_model(), ChatReader) and roles.reader_model().name == "chat ollama:qwen2.5"
+    monkeypatch.setenv("RAGKIT_READER", " Specialist ")
+    assert roles.reader_model() == "reader specialist" and asked == [{}]

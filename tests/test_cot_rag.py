@@ -19,10 +19,11 @@ from ragkit.errors import EmptyQueryError
 from ragkit.jobs import decomposer_messages
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatReply
-from ragkit.reasoning import Meter, keyword_query, safe_search
+from ragkit.reader import NOT_IN_PASSAGES
+from ragkit.reasoning import Meter, keyword_query, safe_search, unique_hits
 from ragkit.replies import drop_repeats, list_grammar, parse_steps, steps_schema
 from ragkit.text import search_tokenize
-from tests.fakes import JobChat, ScriptedChat
+from tests.fakes import JobChat, ScriptedChat, ScriptedReader
 
 DOCS = [Doc("spire", "The cathedral spire is 123 metres tall.", title="Cathedral"),
         Doc("fort", "The fortress was founded in 1703 on a small island.", title="Fortress"),
@@ -120,6 +121,43 @@ def test_the_result_is_frozen():
     assert isinstance(result, CoTResult)
     with pytest.raises(AttributeError):
         result.answer = "changed"
+
+
+def routed_search(routes):
+    """A retriever that returns the docs of the first route the query starts with."""
+    by_id = {doc.id: doc for doc in DOCS}
+
+    def search(query, *, k):
+        ids = next(ids for key, ids in routes if query.startswith(key))
+        return [Hit(by_id[i], 1.0) for i in ids][:k]
+
+    return search
+
+
+def test_a_reader_answers_from_the_steps_passages_instead_of_the_synthesis():
+    reader = ScriptedReader(("1703", 1))
+    search = routed_search([("Which", ["spire"]), ("When", ["fort", "spire"])])
+    result, chat = run("1. Which fortress has a tall spire?\n2. When was the fortress founded?", "The spire.",
+                       "In 1703.", search=search, reader=reader)
+    assert result.answer == "1703" and len(chat.calls) == 3  # the plan and two findings: no synthesis
+    assert reader.calls == [(result.question, ["spire", "fort"])]  # step 1's hits, then step 2's new ones
+    assert result.cited_steps() == (2,) and result.reader_steps == (2,)  # the steps that retrieved "fort"
+    assert result.model == "scripted (reader: scripted reader)" and result.warnings == ()
+    assert "cited steps: S2" in result.trace_markdown()
+
+
+def test_a_reader_that_finds_nothing_gives_its_abstention_and_a_warning():
+    result, _ = run("1. Which fortress?", "The fortress.", reader=ScriptedReader(NOT_IN_PASSAGES))
+    assert result.answer == NOT_IN_PASSAGES and result.cited_steps() == ()
+    assert result.warnings == ("the reader (scripted reader) found no answer in the steps' passages",)
+
+
+def test_unique_hits_keeps_each_passage_once_in_step_order_up_to_the_limit():
+    docs = [Doc(f"d{n}", "text") for n in range(8)]
+    lists = [[Hit(docs[0], 1.0), Hit(docs[1], 0.9)], [Hit(docs[1], 0.8), Hit(docs[2], 0.7)],
+             [Hit(d, 0.5) for d in docs[3:]]]
+    assert [h.id for h in unique_hits(lists)] == ["d0", "d1", "d2", "d3", "d4"]
+    assert [h.score for h in unique_hits(lists, limit=2)] == [1.0, 0.9] and unique_hits([[], []]) == []
 
 
 # --- bad LLM output: visible, never a crash, never a silent substitution -------------------------------

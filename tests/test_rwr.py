@@ -9,14 +9,15 @@ from ragkit.errors import EmptyQueryError
 from ragkit.evaluate import answer_key
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatReply
+from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.reasoning import keyword_query, safe_search
 from ragkit.replies import step_key
 from ragkit.rerank import BiEncoderReranker, LLMScorer
-from ragkit.rwr import RwRResult, rwr
+from ragkit.rwr import RwRResult, is_yes_no, rwr
 from ragkit.step_judge import parse_verdict, verdict_schema
 from ragkit.text import search_tokenize
 from ragkit.voting import ReasoningPath, evidence_scorer, rwr_vote, self_consistency, tally, weighted_vote
-from tests.fakes import HashingEmbedder, JobChat, ScriptedChat
+from tests.fakes import HashingEmbedder, JobChat, ScriptedChat, ScriptedReader
 
 DOCS = [Doc("spire", "The cathedral spire is 123 metres tall.", title="Cathedral"),
         Doc("fort", "The fortress was founded in 1703 on a small island.", title="Fortress"),
@@ -546,3 +547,47 @@ def test_the_roles_default_to_their_settings(monkeypatch):
     monkeypatch.setattr(ragkit.roles, "role_model", lambda role: roles[role])
     result = rwr("When was the fortress founded?", fixed_search("fort"))
     assert [s.verdict for s in result.steps] == ["confirmed", "confirmed"] and result.answer == "no"
+
+
+# --- with a reader: it answers the questions that are not yes/no -----------------------------------------------
+
+def routed_search(routes):
+    """A retriever that returns the docs of the first route the query holds."""
+    by_id = {doc.id: doc for doc in DOCS}
+
+    def search(query, *, k):
+        ids = next(ids for key, ids in routes if key in query)
+        return [Hit(by_id[i], 1.0) for i in ids][:k]
+
+    return search
+
+
+def test_a_reader_answers_a_question_that_is_not_yes_no_from_the_steps_evidence():
+    reader = ScriptedReader(("1703", 0))
+    result, chat = run(COT, verdict("confirmed"), verdict("confirmed"), reader=reader, k=2,
+                       search=routed_search([("1703", ["fort"]), ("island", ["spire", "fort"])]))
+    assert result.answer == "1703" and result.cot_answer == "1703"
+    assert len(chat.calls) == 3  # the chain and two verdicts: no final-answer call
+    assert reader.calls == [("When was the fortress founded?", ["fort", "spire"])]  # each passage once, step order
+    assert result.model == "scripted (reader: scripted reader)" and result.warnings == ()
+
+
+def test_a_reader_that_finds_nothing_gives_its_abstention_and_a_warning():
+    result, _ = run(COT, verdict("confirmed"), verdict("confirmed"), reader=ScriptedReader(NOT_IN_PASSAGES))
+    assert result.answer == NOT_IN_PASSAGES
+    assert result.warnings == ("the reader (scripted reader) found no answer in the evidence",)
+
+
+def test_a_yes_no_question_keeps_the_answerer_when_a_reader_is_given():
+    reader, chat = ScriptedReader("1703"), ScriptedChat(COT, verdict("confirmed"), verdict("confirmed"),
+                                                         "So the answer is yes.")
+    result = rwr("Was the fortress founded in 1703?", fixed_search("fort"), chat=chat, reader=reader)
+    assert result.answer == "yes" and reader.calls == [] and len(chat.calls) == 4
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Was the fortress founded in 1703?", True), ("does it float?", True), ("Isn’t the spire tall?", True),
+    ("\"Can koalas swim?\"", True), ("When was the fortress founded?", False), ("Which is taller?", False),
+    ("Island or fortress?", False), ("", False)])
+def test_a_yes_no_question_starts_with_an_auxiliary_verb(question, expected):
+    assert is_yes_no(question) is expected

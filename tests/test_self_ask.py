@@ -2,8 +2,9 @@ import pytest
 
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import EmptyQueryError
+from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.self_ask import closest_sentence, find_bridge, resolve_references, self_ask
-from tests.fakes import HashingEmbedder, ScriptedChat
+from tests.fakes import HashingEmbedder, ScriptedChat, ScriptedReader
 
 DOCS = {d.id: d for d in [
     Doc("nut", "The Nutcracker is a ballet. Its music was composed by Tchaikovsky in 1892.", title="The Nutcracker"),
@@ -42,12 +43,29 @@ def test_the_question_is_appended_only_when_asked():
     assert search.queries == ["Who composed The Nutcracker?"]
 
 
-def test_a_reader_answer_is_the_bridge_and_an_empty_one_falls_back_to_a_sentence():
+def test_a_reader_answer_is_the_bridge_and_none_falls_back_to_a_sentence():
     search = routed_search([("", ["nut"])])
-    assert find_bridge("Who composed it?", search("x", k=1), HashingEmbedder(), lambda q, hits: " Tchaikovsky ") == (
-        "Tchaikovsky", "reader")
-    bridge, source = find_bridge("Who composed it?", search("x", k=1), HashingEmbedder(), lambda q, hits: "")
-    assert source == "sentence" and bridge in DOCS["nut"].text
+    reader = ScriptedReader((" Tchaikovsky ", 0))
+    assert find_bridge("Who composed it?", search("x", k=1), HashingEmbedder(), reader) == ("Tchaikovsky", "reader")
+    assert reader.calls == [("Who composed it?", ["nut"])]
+    for nothing in ("", NOT_IN_PASSAGES):
+        bridge, source = find_bridge("Who composed it?", search("x", k=1), HashingEmbedder(), ScriptedReader(nothing))
+        assert source == "sentence" and bridge in DOCS["nut"].text
+
+
+def test_a_step_reference_resolves_to_the_readers_answer_or_the_closest_sentence_with_a_warning():
+    search = routed_search([("Where", ["tch", "vot"]), ("Who composed", ["nut"])])
+    reader = ScriptedReader(("Tchaikovsky", 0), ("Votkinsk", 0))
+    result = self_ask(QUESTION, search, decomposer=ScriptedChat(PLAN), embedder=HashingEmbedder(), reader=reader)
+    assert search.queries[1] == f"Where was Tchaikovsky born? {QUESTION}"
+    assert [(s.bridge, s.bridge_from) for s in result.steps] == [("Tchaikovsky", "reader"), ("Votkinsk", "reader")]
+    assert reader.calls[0] == ("Who composed The Nutcracker?", ["nut"]) and result.warnings == ()
+    search = routed_search([("Where", ["tch", "vot"]), ("Who composed", ["nut"])])
+    result = self_ask(QUESTION, search, decomposer=ScriptedChat(PLAN), embedder=HashingEmbedder(),
+                      reader=ScriptedReader(NOT_IN_PASSAGES))
+    assert result.steps[0].bridge_from == "sentence" and result.steps[0].bridge in DOCS["nut"].text
+    assert search.queries[1] == f"Where was {result.steps[0].bridge} born? {QUESTION}"
+    assert "step 1: the reader (scripted reader) found no answer; #1 is the closest sentence" in result.warnings
 
 
 def test_references_to_missing_or_empty_steps_are_dropped_with_a_note():

@@ -1,0 +1,219 @@
+"""The reader specialist's training records, RAFT-style, from training splits only (data/benchmarks/):
+
+- SQuAD v1.1 train (reader/squad_train_sample.jsonl): the window of sentences around the answer among windows of
+  other paragraphs of the same article (same topic, so they look relevant), 2-4 passages in shuffled order;
+- HotpotQA train (hotpotqa/train100_hipporag.json, and reader/hotpotqa_train_sample.jsonl if present): the two
+  supporting paragraphs among two of the question's distractors; comparison questions answered "yes"/"no";
+- StrategyQA train (dev200 left out): a question and its facts -> "yes"/"no", so the reader learns those options.
+
+A tenth of the records of each source, chosen by a hash of the question, have no passage holding the answer:
+their answer is "none" (NOT_IN_PASSAGES). A fixed tenth of the questions is held out. A record is
+{"messages", "answer" (ragkit.finetune's format), "question", "passages": [[title, text], ...], "answers": [...],
+"kind": span|yes|no|none, "split", "source"}.
+Taught in lessons/09_specialists.ipynb.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Sequence
+
+from ragkit import jobs, splits
+from ragkit.config import evaldata_dir
+from ragkit.corpus import read_json, read_jsonl, stored_file
+from ragkit.errors import CorpusError
+from ragkit.jobs import reader_messages
+from ragkit.reader import NOT_IN_PASSAGES
+from ragkit.text import split_sentences
+
+HELDOUT_PERCENT = 10
+NO_GOLD_PERCENT = 10
+WINDOW_CHARS = 400  # a SQuAD window: whole sentences up to about this long
+PASSAGE_CHARS = jobs.PASSAGE_CHARS  # any passage is cut here (whole words), so that an example stays short
+SOURCES = {"squad": "reader/squad_train_sample.jsonl", "hotpotqa": "hotpotqa/train100_hipporag.json",
+           "hotpotqa_sample": "reader/hotpotqa_train_sample.jsonl", "strategyqa": "strategyqa/strategyqa_train.json",
+           "dev200": "strategyqa/dev200_qids.json"}
+OPTIONAL = ("hotpotqa_sample",)
+# each HotpotQA train question three times, with other distractors: the few multi-hop questions count more
+HOTPOTQA_DRAWS = 3
+STRATEGYQA_LIMIT = 600  # yes/no questions enough to learn the two options, not so many they crowd out spans
+
+
+def split_of(question: str) -> str:
+    """'heldout' for a fixed ~10% of questions, else 'train'."""
+    return splits.split_of(question, percent=HELDOUT_PERCENT)
+
+
+def no_gold(question: str) -> bool:
+    """Whether this question's record is the one without its answer's passage (~10%, by a salted hash)."""
+    return splits.split_of("no gold: " + question, percent=NO_GOLD_PERCENT) == "heldout"
+
+
+def cut(text: str, limit: int = PASSAGE_CHARS) -> str:
+    """The text on one line, cut at the last whole word before limit characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0]
+
+
+def record(question: str, passages: list, answers: list[str], kind: str, source: str) -> dict:
+    """One reader record in the reader's prompt (ragkit.jobs), with its held-out split. The answer starts with a
+    space, so that its tokens are the passage's own (' Paris' inside a sentence)."""
+    expected = {"none": NOT_IN_PASSAGES, "yes": "yes", "no": "no"}.get(kind) or answers[0]
+    return {"job": "reader", "messages": reader_messages(question, passages), "answer": " " + expected,
+            "question": question, "passages": passages, "answers": answers, "kind": kind,
+            "split": split_of(question), "source": source}
+
+
+def holds(passages: Sequence[Sequence[str]], answer: str) -> bool:
+    """Whether any passage (title or text) holds the answer verbatim."""
+    return any(answer in f"{title}: {text}" for title, text in passages)
+
+
+# --- SQuAD ------------------------------------------------------------------------------------------------
+
+
+def windows(text: str, limit: int = WINDOW_CHARS) -> list[tuple[int, str]]:
+    """Consecutive whole sentences grouped up to about limit characters: (start offset, window text)."""
+    found, start, current = [], 0, ""
+    cursor = 0
+    for sentence in split_sentences(text):
+        at = text.find(sentence, cursor)
+        cursor = at + len(sentence) if at >= 0 else cursor
+        if current and len(current) + len(sentence) > limit:
+            found.append((start, current))
+            current = ""
+        if not current:
+            start = max(at, 0)
+        current = f"{current} {sentence}".strip()
+    return found + ([(start, current)] if current else [])
+
+
+def squad_records(items: Sequence[dict], *, seed: int = 0) -> list[dict]:
+    """The answer's window among 1-3 windows of the same article's other paragraphs (none: without it)."""
+    rng = random.Random(seed)
+    by_title = defaultdict(list)
+    for item in items:
+        by_title[item["title"]].append(item)
+    records = []
+    for item in items:
+        title = item["title"].replace("_", " ")
+        answer = item["answers"][0]["text"]
+        gold = next((w for s, w in windows(item["context"]) if answer in w), None)
+        others = [w for other in by_title[item["title"]] if other is not item for _, w in windows(other["context"])]
+        if gold is None or not others:
+            continue
+        distractors = [[title, w] for w in rng.sample(others, min(len(others), rng.randint(1, 3)))]
+        records.append(mixed(item["question"], [title, gold], distractors, answer, rng=rng, source="squad"))
+    return [r for r in records if r]
+
+
+def mixed(question: str, gold: list, distractors: list, answer: str, *, rng: random.Random, source: str) -> dict | None:
+    """Gold among distractors, shuffled; for a no-gold question the distractors alone (None if they hold it)."""
+    distractors = [[t, cut(x)] for t, x in distractors]
+    if no_gold(question):
+        return None if holds(distractors, answer) else record(question, distractors, [], "none", source)
+    passages = distractors + [[gold[0], cut(gold[1])]]
+    rng.shuffle(passages)
+    return record(question, passages, [answer], "span", source) if holds(passages, answer) else None
+
+
+# --- HotpotQA ---------------------------------------------------------------------------------------------
+
+
+def hotpotqa_records(items: Sequence[dict], *, seed: int = 0) -> list[dict]:
+    """Both supporting paragraphs among two distractors (none: three distractors); yes/no kept as options."""
+    rng = random.Random(seed)
+    records = []
+    for item in items:
+        paragraphs, gold_titles = paragraphs_of(item)
+        gold = [[t, paragraphs[t]] for t in gold_titles if t in paragraphs]
+        distractors = [[t, x] for t, x in paragraphs.items() if t not in gold_titles]
+        answer, question = item["answer"].strip(), item["question"].strip()
+        if len(gold) != len(gold_titles) or not answer:
+            continue
+        made = hotpotqa_record(question, gold, distractors, answer, rng=rng)
+        if made:
+            records.append(made)
+    return records
+
+
+def paragraphs_of(item: dict) -> tuple[dict[str, str], list[str]]:
+    """A HotpotQA question's paragraphs by title, and its supporting titles: from the distractor setting's
+    context and supporting_facts, or from a copy that lists supporting and distractor paragraphs apart."""
+    if "context" in item:
+        paragraphs = {title: cut("".join(sentences)) for title, sentences in _listed(item["context"])}
+        return paragraphs, list(dict.fromkeys(title for title, _ in _listed(item["supporting_facts"])))
+    listed = [*_listed(item["supporting"]), *_listed(item["distractors"])]
+    return ({p["title"]: cut(p["text"]) for p in listed},
+            list(dict.fromkeys(p["title"] for p in _listed(item["supporting"]))))
+
+
+def hotpotqa_record(question: str, gold: list, distractors: list, answer: str, *, rng: random.Random) -> dict | None:
+    """One HotpotQA record: yes/no, a span found in the passages, or none; None if the answer is nowhere."""
+    if no_gold(question):
+        chosen = rng.sample(distractors, min(3, len(distractors)))
+        return None if answer in ("yes", "no") or holds(chosen, answer) else record(question, chosen, [], "none",
+                                                                                       "hotpotqa")
+    passages = gold + rng.sample(distractors, min(2, len(distractors)))
+    rng.shuffle(passages)
+    if answer in ("yes", "no"):
+        return record(question, passages, [answer], answer, "hotpotqa")
+    return record(question, passages, [answer], "span", "hotpotqa") if holds(passages, answer) else None
+
+
+def _listed(value):
+    """A field that some copies store as a Python-literal string (HippoRAG's sample) and others as a list."""
+    if isinstance(value, str):
+        import ast
+
+        return ast.literal_eval(value)
+    return value
+
+
+# --- StrategyQA -------------------------------------------------------------------------------------------
+
+
+def strategyqa_records(items: Sequence[dict], *, exclude: Sequence[str], limit: int = STRATEGYQA_LIMIT,
+                       seed: int = 0) -> list[dict]:
+    """Up to limit train questions (dev200 left out), yes and no in equal numbers, each with its gold facts."""
+    excluded = set(exclude)
+    usable = [s for s in items if s["qid"] not in excluded and _listed(s["facts"])]
+    by_answer = {answer: [s for s in usable if _truth(s["answer"]) == answer] for answer in (True, False)}
+    rng = random.Random(seed)
+    chosen = [s for group in by_answer.values() for s in rng.sample(group, min(len(group), limit // 2))]
+    return [record(s["question"], [[s.get("term", ""), cut(fact)] for fact in _listed(s["facts"])],
+                   ["yes" if _truth(s["answer"]) else "no"], "yes" if _truth(s["answer"]) else "no", "strategyqa")
+            for s in chosen]
+
+
+def _truth(value) -> bool:
+    return value is True or str(value).strip().lower() in ("true", "yes")
+
+
+# --- files and counts -------------------------------------------------------------------------------------
+
+
+def source_files(*, root: str | Path | None = None) -> dict[str, Path]:
+    """The data files the records are built from, by name (each file or its .gz copy); optional ones if present."""
+    root = Path(root) if root else evaldata_dir()
+    files = {name: stored_file(root / path) for name, path in SOURCES.items()}
+    missing = [SOURCES[n] for n, p in files.items() if not p.is_file() and n not in OPTIONAL]
+    if missing:
+        raise CorpusError(f"the reader's records are built from data that is not under {root}: {', '.join(missing)}; "
+                          "set RAGKIT_EVALDATA to the folder that holds them (default: data/benchmarks)")
+    return {name: path for name, path in files.items() if path.is_file()}
+
+
+def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[list[dict], dict]:
+    """Every source's records, and their counts by source, kind and split."""
+    files = source_files(root=root)
+    read = {name: read_jsonl(p) if SOURCES[name].endswith(".jsonl") else read_json(p) for name, p in files.items()}
+    hotpotqa = list(read["hotpotqa"]) + list(read.get("hotpotqa_sample", []))
+    multi_hop = [r for draw in range(HOTPOTQA_DRAWS) for r in hotpotqa_records(hotpotqa, seed=seed + draw)
+                 if draw == 0 or r["split"] == "train"]
+    records = (squad_records(read["squad"], seed=seed) + multi_hop
+               + strategyqa_records(read["strategyqa"], exclude=read["dev200"], seed=seed))
+    counts = Counter((r["source"], r["kind"], r["split"]) for r in records)
+    return records, {" ".join(key): n for key, n in sorted(counts.items())}
