@@ -2,14 +2,15 @@
 (a scripted chat model and a hashing embedder: no model is loaded)."""
 
 import json
+import re
 
 import pytest
 
 from benchmarks import harness, hotpotqa, hotpotqa_data, strategyqa
-from ragkit import models
+from ragkit import models, reader_specialist
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.errors import CorpusError
-from tests.fakes import HashingEmbedder, ScriptedChat
+from ragkit.errors import CorpusError, ModelNotFound
+from tests.fakes import HashingEmbedder, ScriptedChat, ScriptedReader
 
 PARAGRAPHS = [
     ("p0", "Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as "
@@ -454,3 +455,49 @@ def test_course_multihop_scores_each_pipeline_per_question_for_its_gains():
     assert [row["all_gold@5"] for row in rows] == [0.0, 1.0] and [row["ms/question"] for row in rows] == [10, 20]
     entry = harness.significance(results, course_multihop.BASES, course_multihop.METRICS)
     assert entry["gains"][0]["all_gold@5 gain [95% interval]"] == "+1.000 [+1.000, +1.000]"
+
+
+def test_course_multihop_reader_bridges_add_rows_their_gains_and_the_readers_answers_as_bridges(tmp_path, quiet_env):
+    from benchmarks import course_multihop
+
+    quiet_env.setattr(models, "chat_model", lambda *a, **k: ScriptedChat("1. Who founded the Hermitage?\n"
+                                                                         "2. Where was #1 born?"))
+    reader = ScriptedReader(("Catherine II", 0))
+    quiet_env.setattr(reader_specialist, "specialist_reader", lambda **kwargs: reader)
+    out = tmp_path / "results"
+    assert course_multihop.main(["--no-specialist", "--reader-bridges", "--results-dir", str(out)]) == 0
+    result = read_result(out, "course-multihop-no-specialist-reader-bridges")
+    sentence, by_reader = ("CoT-RAG self-ask (steps + question), few-shot 135M",
+                           "CoT-RAG self-ask (steps + question), reader bridges, few-shot 135M")
+    rows = {row["pipeline"]: row for row in result["rows"]}
+    assert {sentence, by_reader, "CoT-RAG self-ask (steps alone), reader bridges, RRF with the question's ranking, "
+                                 "few-shot 135M"} <= set(rows) and len(rows) == 3 + 2 * 2 * 2
+    assert {"all_gold@5", "recall@5", "ms/question"} <= set(rows[by_reader])
+    gains = result["significance"]
+    assert gains["bases"][:2] == list(course_multihop.BASES) and sentence in gains["bases"]
+    paired = [row for row in gains["gains"] if row["over"] == sentence]
+    assert [row["rung"] for row in paired] == [by_reader]
+    assert re.fullmatch(r"[+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]", paired[0]["all_gold@5 gain [95% interval]"])
+    assert len([row for row in gains["gains"] if row["over"] not in course_multihop.BASES]) == 4  # 2 queries x 2 ways
+    # step 2 was asked with step 1's reader answer in place of #1, and records where each bridge came from
+    assert reader.calls[:2] == [("Who founded the Hermitage?", reader.calls[0][1]),
+                                ("Where was Catherine II born?", reader.calls[1][1])]
+    assert len(reader.calls) == 2 * 2 * 47 and all(len(ids) == 2 for _, ids in reader.calls)
+    bridges = result["extra"]["bridges"]
+    assert bridges[by_reader]["mh01"] == [{"step": "Who founded the Hermitage?", "bridge": "Catherine II",
+                                           "from": "reader"},
+                                          {"step": "Where was #1 born?", "bridge": "Catherine II", "from": "reader"}]
+    assert {step["from"] for step in bridges[sentence]["mh01"]} == {"sentence"}
+    assert result["extra"]["bridge_sources"][by_reader] == {"steps": 94, "reader": 94, "sentence": 0, "nothing": 0}
+
+
+def test_course_multihop_reader_bridges_stop_when_the_reader_is_not_built(tmp_path, quiet_env):
+    from benchmarks import course_multihop
+
+    def not_built(**kwargs):
+        raise ModelNotFound("no reader specialist: build it with `make specialists SPECIALISTS=reader`")
+
+    quiet_env.setattr(reader_specialist, "specialist_reader", not_built)
+    with pytest.raises(ModelNotFound, match="SPECIALISTS=reader"):
+        course_multihop.main(["--no-specialist", "--reader-bridges", "--results-dir", str(tmp_path)])
+    assert not list(tmp_path.iterdir())
