@@ -17,25 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import harness
 from benchmarks import hotpotqa_fusion as fusion
-from benchmarks.harness import (
-    RESULTS_DIR,
-    ExactDense,
-    StageRecorder,
-    add_output_options,
-    balanced_sample,
-    benchmark_parser,
-    bm25_search,
-    data_folder,
-    encode_corpus,
-    per_question_run,
-    positive_int,
-    result_name,
-    rung_table,
-    set_threads,
-    significance,
-    write_result,
-)
 from benchmarks.hotpotqa_data import DATASET, DEV_FILES, TYPES, evidence_value, load_hotpotqa, type_of
 from ragkit import models
 from ragkit.answering import ChatReader
@@ -47,7 +30,7 @@ from ragkit.reader import Reader
 from ragkit.text import search_tokenize
 
 BUDGET = 5  # passages of evidence a reader is given (the gold condition gives the 2 gold paragraphs)
-FUSION_RESULT = RESULTS_DIR / "hotpotqa-fusion.json"
+FUSION_RESULT = harness.RESULTS_DIR / "hotpotqa-fusion.json"
 READERS = ("specialist", "few-shot")
 FEW_SHOT_LIMIT = 100  # the few-shot reader costs seconds a call on 2 cores: a balanced sample of this many
 HYBRID_DEPTH = 50  # self-ask searches the plain hybrid (RRF k=60 of BM25 + e5, 50 each), as hotpotqa --specialist
@@ -114,7 +97,7 @@ def chosen_setting(path: Path) -> tuple[fusion.Setting, dict]:
 
 
 def fusion_evidence(docs: Sequence[Doc], questions: Sequence[Question], embedder, setting: fusion.Setting,
-                    rec: StageRecorder) -> Evidence:
+                    rec: harness.StageRecorder) -> Evidence:
     """hotpotqa_fusion's evidence at the chosen setting: its legs, its links, its fusion, cut at BUDGET."""
     legs, leg_seconds = fusion.retrieve(docs, questions, embedder, rec, "fusion")
     with rec.stage("fusion: find the titles each paragraph mentions", items=len(docs)):
@@ -137,16 +120,16 @@ def gold_evidence(docs: Sequence[Doc], questions: Sequence[Question]) -> Evidenc
                     {q.id: 0.0 for q in questions}, scored=False)
 
 
-def hybrid_search(docs: Sequence[Doc], embedder, rec: StageRecorder) -> Search:
+def hybrid_search(docs: Sequence[Doc], embedder, rec: harness.StageRecorder) -> Search:
     """The plain hybrid self-ask was tuned and recorded with: RRF (k=60) of BM25 and exact dense, 50 each."""
     with rec.stage("self-ask: BM25 index", items=len(docs)):
-        bm25 = bm25_search(BM25Index(docs, tokenizer=search_tokenize))
-    passages, _ = encode_corpus(embedder, docs, rec, "self-ask dense")
-    return HybridIndex([bm25, ExactDense(docs, passages, embedder).search], depth=HYBRID_DEPTH).search
+        bm25 = harness.bm25_search(BM25Index(docs, tokenizer=search_tokenize))
+    passages, _ = harness.encode_corpus(embedder, docs, rec, "self-ask dense")
+    return HybridIndex([bm25, harness.ExactDense(docs, passages, embedder).search], depth=HYBRID_DEPTH).search
 
 
 def self_ask_evidence(search: Search, questions: Sequence[Question], decomposer, embedder, reader: Reader,
-                      rec: StageRecorder) -> tuple[Evidence, dict[str, dict]]:
+                      rec: harness.StageRecorder) -> tuple[Evidence, dict[str, dict]]:
     """ragkit.self_ask at the settings chosen on train100, its bridges the reader's answers; each run's
     evidence top BUDGET, and what each run planned and found (for the lesson)."""
     from tqdm.auto import tqdm
@@ -189,7 +172,7 @@ class Answers:
 
 
 def load_readers(names: Sequence[str], *, self_ask: bool, threads: int,
-                 rec: StageRecorder) -> tuple[dict[str, Reader], Reader | None]:
+                 rec: harness.StageRecorder) -> tuple[dict[str, Reader], Reader | None]:
     """The readers asked for, and the reader specialist (also needed for self-ask's bridges). A specialist that
     is not built raises ModelNotFound: there is no fallback."""
     readers: dict[str, Reader] = {}
@@ -207,7 +190,7 @@ def load_readers(names: Sequence[str], *, self_ask: bool, threads: int,
     return readers, specialist
 
 
-def read_all(reader: Reader, evidence: Evidence, questions: Sequence[Question], rec: StageRecorder,
+def read_all(reader: Reader, evidence: Evidence, questions: Sequence[Question], rec: harness.StageRecorder,
              label: str) -> Answers:
     """The reader's answer to every question from its evidence, each call timed."""
     from tqdm.auto import tqdm
@@ -262,9 +245,9 @@ def gains(values: Mapping[tuple[str, str], Mapping[str, Mapping[str, float]]], r
     rows, bases = [], []
     for new, base, what in comparisons(values, readers):
         shared = [qid for qid in values[base] if qid in values[new]]
-        runs = {row_name(*base): per_question_run({qid: values[base][qid] for qid in shared}),
-                row_name(*new): per_question_run({qid: values[new][qid] for qid in shared})}
-        for gain in significance(runs, [row_name(*base)], list(METRICS))["gains"]:
+        runs = {row_name(*base): harness.per_question_run({qid: values[base][qid] for qid in shared}),
+                row_name(*new): harness.per_question_run({qid: values[new][qid] for qid in shared})}
+        for gain in harness.significance(runs, [row_name(*base)], list(METRICS))["gains"]:
             rows.append({"comparison": what, "rung": gain.pop("rung"), "over": gain.pop("over"),
                          "questions": len(shared), **gain})
         bases.append(row_name(*base))
@@ -300,12 +283,13 @@ def reader_names(text: str) -> list[str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line (see --help)."""
-    parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "HotpotQA")
+    parser = harness.benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "HotpotQA")
     add = parser.add_argument
-    add("--limit", type=positive_int, help="the first N dev500 questions only, a quick run (dev500 is sorted by "
-                                           "type: rows 0-249 bridge, 250-499 comparison); without it, all 500")
+    add("--limit", type=harness.positive_int,
+        help="the first N dev500 questions only, a quick run (dev500 is sorted by type: rows 0-249 bridge, "
+             "250-499 comparison); without it, all 500")
     add("--readers", type=reader_names, default=",".join(READERS), help="comma-separated: specialist, few-shot")
-    add("--few-shot-limit", type=positive_int, default=FEW_SHOT_LIMIT,
+    add("--few-shot-limit", type=harness.positive_int, default=FEW_SHOT_LIMIT,
         help="the few-shot reader reads a seeded sample of this many questions, balanced bridge/comparison "
              "(its gains over or under the specialist are on that sample)")
     add("--seed", type=int, default=0, help="seed of the few-shot sample")
@@ -313,21 +297,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--skip-closed-book", action="store_true", help="no closed-book row for the few-shot reader")
     add("--fusion-result", type=Path, default=FUSION_RESULT,
         help="hotpotqa_fusion's result file, which records the fusion chosen on train100")
-    add_output_options(parser, threads_help="CPU threads for the embedder, the readers and llama.cpp")
+    harness.add_output_options(parser, threads_help="CPU threads for the embedder, the readers and llama.cpp")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Find the evidence, let each reader read it, print the table and the gains, write the result file."""
     args = parse_args(argv)
-    folder = data_folder(args.data, DATASET, DEV_FILES)
+    folder = harness.data_folder(args.data, DATASET, DEV_FILES)
     setting, fusion_record = chosen_setting(args.fusion_result)
-    set_threads(args.threads)
-    rec = StageRecorder()
+    harness.set_threads(args.threads)
+    rec = harness.StageRecorder()
     with rec.stage("load HotpotQA dev500 + pooled paragraphs"):
         everything, docs = load_hotpotqa(folder)
     questions = everything[:args.limit] if args.limit else everything
-    sampled = {q.id for q in balanced_sample(questions, args.few_shot_limit, key=type_of, seed=args.seed)}
+    sampled = {q.id for q in harness.balanced_sample(questions, args.few_shot_limit, key=type_of, seed=args.seed)}
     few_shot_questions = [q for q in questions if q.id in sampled]
     run_self_ask = not args.skip_self_ask
     print(f"HotpotQA from {folder}: {len(questions)} questions ({len(few_shot_questions)} for the few-shot reader) "
@@ -375,9 +359,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "two searches and fusion; a whole self-ask run, its reader bridges included)",
              **({"self_ask": self_ask_summary(self_ask_details)} if run_self_ask else {}),
              "per_question": per_question(questions, evidence, answers, self_ask_details)}
-    write_result(result_name("hotpotqa-reader", subset=not full, skip_llm=False),
-                 rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir,
-                 gains=gains(values, list(readers)))
+    harness.write_result(harness.result_name("hotpotqa-reader", subset=not full, skip_llm=False),
+                         harness.rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir,
+                         gains=gains(values, list(readers)))
     return 0
 
 

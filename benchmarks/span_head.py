@@ -178,7 +178,6 @@ def train_reader(records: Sequence[dict], *, config: FineTuneConfig, threads: in
 
     model, tokenizer = finetune.load_base(threads=threads)
     examples = [e for e in (example_of(tokenizer, r) for r in records) if e]
-    skipped = len(records) - len(examples)
     examples = [e for e in examples if len(e[0]) <= config.max_length]
     skipped, usable = len(records) - len(examples), len(examples)
     if usable < config.batch_size:

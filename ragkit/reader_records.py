@@ -15,6 +15,7 @@ Taught in lessons/09_specialists.ipynb.
 
 from __future__ import annotations
 
+import ast
 import random
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -166,8 +167,6 @@ def hotpotqa_record(question: str, gold: list, distractors: list, answer: str, *
 def _listed(value):
     """A field that some copies store as a Python-literal string (HippoRAG's sample) and others as a list."""
     if isinstance(value, str):
-        import ast
-
         return ast.literal_eval(value)
     return value
 

@@ -67,3 +67,29 @@ class HashingEmbedder:
         return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
     embed_passages = embed_queries
+
+
+# A tiny HotpotQA: eight paragraphs and four dev rows (two bridge, typed by position; two comparison).
+HOTPOT_PARAGRAPHS = [
+    ("p0", "Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as "
+                                        "Corliss Archer. It was directed by Richard Wallace."),
+    ("p1", "Shirley Temple", "Shirley Temple was an American actress. As an adult she served as Chief of Protocol "
+                             "of the United States."),
+    ("p2", "Meet Corliss Archer", "Meet Corliss Archer was a radio program that ran from 1943 to 1956."),
+    ("p3", "Lake Baikal", "Lake Baikal in Siberia is the deepest lake in the world, 1,642 metres deep."),
+    ("p4", "Lake Ladoga", "Lake Ladoga near Saint Petersburg is the largest lake in Europe, 230 metres deep."),
+    ("p5", "Koala", "The koala is a marsupial of eastern Australia that eats eucalyptus leaves."),
+    ("p6", "Emu", "The emu is a large flightless bird of Australia."),
+    ("p7", "Kiwi", "The kiwi is a small flightless bird of New Zealand."),
+]
+HOTPOT_ROWS = [
+    {"id": "b1", "question": "What government position was held by the woman who portrayed Corliss Archer in "
+                             "the film Kiss and Tell?", "answer": "Chief of Protocol", "answer_aliases": [],
+     "supporting_pids": ["p0", "p1"]},
+    {"id": "b2", "question": "Which continent is home to the marsupial that eats eucalyptus leaves?",
+     "answer": "Australia", "answer_aliases": ["Oceania"], "supporting_pids": ["p5"]},
+    {"id": "c1", "question": "Which lake is deeper, Lake Baikal or Lake Ladoga?", "answer": "Lake Baikal",
+     "supporting_pids": ["p3", "p4"], "type": "comparison"},
+    {"id": "c2", "question": "Are the emu and the kiwi both flightless birds?", "answer": "yes",
+     "supporting_pids": ["p6", "p7"], "type": "comparison"},
+]

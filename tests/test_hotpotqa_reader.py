@@ -11,31 +11,8 @@ from ragkit import models, reader_specialist, specialists
 from ragkit.corpus import Question
 from ragkit.errors import ModelNotFound
 from ragkit.reader import NOT_IN_PASSAGES, ReaderAnswer
-from tests.fakes import HashingEmbedder, JobChat, ScriptedChat
+from tests.fakes import HOTPOT_PARAGRAPHS, HOTPOT_ROWS, HashingEmbedder, JobChat, ScriptedChat
 
-PARAGRAPHS = [
-    ("p0", "Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as "
-                                        "Corliss Archer."),
-    ("p1", "Shirley Temple", "Shirley Temple was an American actress. As an adult she served as Chief of Protocol "
-                             "of the United States."),
-    ("p2", "Meet Corliss Archer", "Meet Corliss Archer was a radio program that ran from 1943 to 1956."),
-    ("p3", "Lake Baikal", "Lake Baikal in Siberia is the deepest lake in the world, 1,642 metres deep."),
-    ("p4", "Lake Ladoga", "Lake Ladoga near Saint Petersburg is the largest lake in Europe, 230 metres deep."),
-    ("p5", "Koala", "The koala is a marsupial of eastern Australia that eats eucalyptus leaves."),
-    ("p6", "Emu", "The emu is a large flightless bird of Australia."),
-    ("p7", "Kiwi", "The kiwi is a small flightless bird of New Zealand."),
-]
-ROWS = [
-    {"id": "b1", "question": "What government position was held by the woman who portrayed Corliss Archer in "
-                             "the film Kiss and Tell?", "answer": "Chief of Protocol", "supporting_pids": ["p0", "p1"],
-     "type": "bridge"},
-    {"id": "b2", "question": "Which continent is home to the marsupial that eats eucalyptus leaves?",
-     "answer": "Australia", "answer_aliases": ["Oceania"], "supporting_pids": ["p5"], "type": "bridge"},
-    {"id": "c1", "question": "Which lake is deeper, Lake Baikal or Lake Ladoga?", "answer": "Lake Baikal",
-     "supporting_pids": ["p3", "p4"], "type": "comparison"},
-    {"id": "c2", "question": "Are the emu and the kiwi both flightless birds?", "answer": "yes",
-     "supporting_pids": ["p6", "p7"], "type": "comparison"},
-]
 ANSWER_IN = {"p1": "Chief of Protocol", "p5": "Australia", "p3": "Lake Baikal", "p6": "yes"}
 PLAN = "1. Who played Corliss Archer in Kiss and Tell?\n2. What position did #1 hold?"
 
@@ -61,8 +38,8 @@ def hotpot_dir(tmp_path):
     folder = tmp_path / "hotpotqa"
     folder.mkdir()
     (folder / hotpotqa_data.CORPUS_FILE).write_text("".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n"
-                                                            for i, t, x in PARAGRAPHS))
-    (folder / hotpotqa_data.QUESTIONS_FILE).write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+                                                            for i, t, x in HOTPOT_PARAGRAPHS))
+    (folder / hotpotqa_data.QUESTIONS_FILE).write_text("".join(json.dumps(row) + "\n" for row in HOTPOT_ROWS))
     return folder
 
 

@@ -10,31 +10,8 @@ from benchmarks import harness, hotpotqa, hotpotqa_data, strategyqa
 from ragkit import models, reader_specialist
 from ragkit.corpus import Doc, Hit, Question
 from ragkit.errors import CorpusError, ModelNotFound
-from tests.fakes import HashingEmbedder, ScriptedChat, ScriptedReader
+from tests.fakes import HOTPOT_PARAGRAPHS, HOTPOT_ROWS, HashingEmbedder, ScriptedChat, ScriptedReader
 
-PARAGRAPHS = [
-    ("p0", "Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring Shirley Temple as "
-                                        "Corliss Archer. It was directed by Richard Wallace."),
-    ("p1", "Shirley Temple", "Shirley Temple was an American actress. As an adult she served as Chief of Protocol "
-                             "of the United States."),
-    ("p2", "Meet Corliss Archer", "Meet Corliss Archer was a radio program that ran from 1943 to 1956."),
-    ("p3", "Lake Baikal", "Lake Baikal in Siberia is the deepest lake in the world, 1,642 metres deep."),
-    ("p4", "Lake Ladoga", "Lake Ladoga near Saint Petersburg is the largest lake in Europe, 230 metres deep."),
-    ("p5", "Koala", "The koala is a marsupial of eastern Australia that eats eucalyptus leaves."),
-    ("p6", "Emu", "The emu is a large flightless bird of Australia."),
-    ("p7", "Kiwi", "The kiwi is a small flightless bird of New Zealand."),
-]
-HOTPOT_ROWS = [
-    {"id": "b1", "question": "What government position was held by the woman who portrayed Corliss Archer in "
-                             "the film Kiss and Tell?", "answer": "Chief of Protocol", "answer_aliases": [],
-     "supporting_pids": ["p0", "p1"]},
-    {"id": "b2", "question": "Which continent is home to the marsupial that eats eucalyptus leaves?",
-     "answer": "Australia", "answer_aliases": ["Oceania"], "supporting_pids": ["p5"]},
-    {"id": "c1", "question": "Which lake is deeper, Lake Baikal or Lake Ladoga?", "answer": "Lake Baikal",
-     "supporting_pids": ["p3", "p4"], "type": "comparison"},
-    {"id": "c2", "question": "Are the emu and the kiwi both flightless birds?", "answer": "yes",
-     "supporting_pids": ["p6", "p7"], "type": "comparison"},
-]
 STRATEGY_RECORDS = [
     {"qid": "q1", "question": "Could a koala swim to New Zealand?", "answer": False,
      "facts": ["Koalas swim short distances.", "New Zealand is 2,000 km away."]},
@@ -54,7 +31,8 @@ def write_jsonl(path, records):
 def hotpot_dir(tmp_path):
     folder = tmp_path / "hotpotqa"
     folder.mkdir()
-    write_jsonl(folder / hotpotqa_data.CORPUS_FILE, [{"_id": i, "title": t, "text": x} for i, t, x in PARAGRAPHS])
+    paragraphs = [{"_id": i, "title": t, "text": x} for i, t, x in HOTPOT_PARAGRAPHS]
+    write_jsonl(folder / hotpotqa_data.CORPUS_FILE, paragraphs)
     write_jsonl(folder / hotpotqa_data.QUESTIONS_FILE, HOTPOT_ROWS)
     return folder
 
@@ -444,7 +422,7 @@ def test_command_lines_have_the_documented_defaults_and_help(capsys):
 def test_course_multihop_scores_each_pipeline_per_question_for_its_gains():
     from benchmarks import course_multihop
 
-    docs = {doc_id: Doc(doc_id, text, title=title) for doc_id, title, text in PARAGRAPHS}
+    docs = {doc_id: Doc(doc_id, text, title=title) for doc_id, title, text in HOTPOT_PARAGRAPHS}
     questions = [Question("b1", "first?", ("p0", "p1")), Question("b2", "second?", ("p5",))]
     found = {"first?": [docs["p0"], docs["p1"]], "second?": [docs["p5"]]}
     missed = {"first?": [docs["p0"], docs["p3"]], "second?": [docs["p6"]]}
