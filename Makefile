@@ -182,7 +182,7 @@ bench-strategyqa: $(STAMP)
 
 # Multi-hop retrieval on the course's 47 questions at 5 passages: the question alone, lesson 06's no-model
 # iteration, plan-first and self-ask CoT-RAG with the few-shot model and with the decomposer specialist (~11 min).
-# MULTIHOP_ARGS=--reader-bridges adds self-ask on the reader specialist's answers as bridges (~20-23 min, estimated).
+# MULTIHOP_ARGS=--reader-bridges adds self-ask on the reader specialist's answers as bridges (~20 min).
 MULTIHOP_ARGS ?=
 bench-multihop: $(STAMP)
 	$(BIN)/python -m benchmarks.course_multihop $(MULTIHOP_ARGS)
