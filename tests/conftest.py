@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from functools import cache
@@ -13,6 +14,7 @@ import pytest
 os.environ.setdefault("RAGKIT_THREADS", "1")
 
 from ragkit import models  # noqa: E402  (imported after the thread setting on purpose)
+from tests.fakes import HOTPOT_PARAGRAPHS, HOTPOT_ROWS  # noqa: E402
 from tests.ollama_standin import OllamaStandIn  # noqa: E402
 
 
@@ -59,3 +61,16 @@ def ollama_standin():
     """A stand-in for an Ollama server on 127.0.0.1 (there is no Ollama here), for the session."""
     with OllamaStandIn(models=["llama3.2:1b", "smollm2:135m", "nomic-embed-text:latest"]) as server:
         yield server
+
+
+@pytest.fixture
+def hotpot_dir(tmp_path):
+    """A tiny HotpotQA dev folder (tests.fakes' paragraphs and rows) as benchmarks.hotpotqa_data reads it."""
+    from benchmarks import hotpotqa_data
+
+    folder = tmp_path / "hotpotqa"
+    folder.mkdir()
+    paragraphs = [{"_id": i, "title": t, "text": x} for i, t, x in HOTPOT_PARAGRAPHS]
+    for name, records in [(hotpotqa_data.CORPUS_FILE, paragraphs), (hotpotqa_data.QUESTIONS_FILE, HOTPOT_ROWS)]:
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return folder

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from benchmarks import harness, hotpotqa_data
+from benchmarks import harness
 from benchmarks import hotpotqa_reader as bench
 from ragkit import models, reader_specialist, specialists
 from ragkit.corpus import Question
 from ragkit.errors import ModelNotFound
 from ragkit.reader import NOT_IN_PASSAGES, ReaderAnswer
-from tests.fakes import HOTPOT_PARAGRAPHS, HOTPOT_ROWS, HashingEmbedder, JobChat, ScriptedChat
+from tests.fakes import HashingEmbedder, JobChat, ScriptedChat
 
 ANSWER_IN = {"p1": "Chief of Protocol", "p5": "Australia", "p3": "Lake Baikal", "p6": "yes"}
 PLAN = "1. Who played Corliss Archer in Kiss and Tell?\n2. What position did #1 hold?"
@@ -31,16 +31,6 @@ class PassageReader:
             if hit.id in ANSWER_IN:
                 return ReaderAnswer(ANSWER_IN[hit.id], number, 1.0, 0.0)
         return ReaderAnswer(NOT_IN_PASSAGES, None, 0.0, 0.0)
-
-
-@pytest.fixture
-def hotpot_dir(tmp_path):
-    folder = tmp_path / "hotpotqa"
-    folder.mkdir()
-    (folder / hotpotqa_data.CORPUS_FILE).write_text("".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n"
-                                                            for i, t, x in HOTPOT_PARAGRAPHS))
-    (folder / hotpotqa_data.QUESTIONS_FILE).write_text("".join(json.dumps(row) + "\n" for row in HOTPOT_ROWS))
-    return folder
 
 
 @pytest.fixture

@@ -28,16 +28,6 @@ def write_jsonl(path, records):
 
 
 @pytest.fixture
-def hotpot_dir(tmp_path):
-    folder = tmp_path / "hotpotqa"
-    folder.mkdir()
-    paragraphs = [{"_id": i, "title": t, "text": x} for i, t, x in HOTPOT_PARAGRAPHS]
-    write_jsonl(folder / hotpotqa_data.CORPUS_FILE, paragraphs)
-    write_jsonl(folder / hotpotqa_data.QUESTIONS_FILE, HOTPOT_ROWS)
-    return folder
-
-
-@pytest.fixture
 def strategy_dir(tmp_path):
     folder = tmp_path / "strategyqa"
     folder.mkdir()
