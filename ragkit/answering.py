@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ragkit import models
 from ragkit.corpus import Hit, Question
-from ragkit.evaluate import Evaluation, answers_of, exact_match, mean, token_f1
+from ragkit.evaluate import Evaluation, answers_of, contains_gold, exact_match, mean, token_f1
 from ragkit.llm import ChatModel, ChatReply
 from ragkit.passages import excerpts_text
 from ragkit.reader import NOT_IN_PASSAGES, Reader, ReaderAnswer
@@ -133,8 +133,8 @@ def evaluate_reader(context_of: Callable[[Question], Sequence[Hit]], gold: Seque
                     chat: ChatModel | None = None, reader: Reader | None = None,
                     examples: Sequence[dict] = tuple(HANDBOOK_EXAMPLE)) -> Evaluation:
     """Give the reader (else chat, prompted few-shot) context_of(question) for every gold question; mean exact
-    match, token F1 and groundedness (over the answers that have content words; NOT_IN_PASSAGES has none).
-    Taught in lessons/08_evaluation.ipynb."""
+    match, token F1, gold contained in the answer, and groundedness (over the answers that have content words;
+    NOT_IN_PASSAGES has none). Taught in lessons/08_evaluation.ipynb."""
     if not gold:
         raise ValueError("no gold questions to evaluate on")
     if chat is not None and reader is not None:
@@ -148,10 +148,11 @@ def evaluate_reader(context_of: Callable[[Question], Sequence[Hit]], gold: Seque
                      else Grounding(None, ()))
         answers = answers_of(question)
         rows.append({"id": question.id, "exact_match": exact_match(reading.answer, answers),
-                     "f1": token_f1(reading.answer, answers), "grounded": grounding.share,
+                     "f1": token_f1(reading.answer, answers),
+                     "contains_gold": contains_gold(reading.answer, answers), "grounded": grounding.share,
                      "unsupported": grounding.unsupported, "prediction": reading.answer,
                      "context": tuple(hit.id for hit in reading.context), "seconds": time.perf_counter() - started})
     shares = [row["grounded"] for row in rows if row["grounded"] is not None]
-    means = {"exact_match": mean([row["exact_match"] for row in rows]), "f1": mean([row["f1"] for row in rows]),
-             "grounded": mean(shares)}
+    means = {metric: mean([row[metric] for row in rows]) for metric in ("exact_match", "f1", "contains_gold")}
+    means["grounded"] = mean(shares)
     return Evaluation(means, tuple(rows), mean([row["seconds"] for row in rows]))

@@ -161,11 +161,18 @@ def token_f1(prediction: str, gold: str | Sequence[str]) -> float:
     return max(_f1(prediction, alias) for alias in _aliases(gold))
 
 
+def contains_gold(prediction: str, gold: str | Sequence[str]) -> float:
+    """1.0 if a normalised gold alias occurs in the normalised prediction as whole words, else 0.0."""
+    said = f" {normalize_answer(prediction or '')} "
+    return max(float(bool(key) and f" {key} " in said) for key in map(normalize_answer, _aliases(gold)))
+
+
 def answers_of(question: Question) -> tuple[str, ...]:
-    """A question's gold answer followed by its aliases (Question.extra["aliases"]), without repeats."""
-    aliases = question.extra.get("aliases", ())
-    if isinstance(aliases, str):
-        aliases = (aliases,)
+    """A question's gold answer, then its extra["answer_aliases"], then legacy extra["aliases"], without repeats."""
+    aliases: list[str] = []
+    for key in ("answer_aliases", "aliases"):
+        value = question.extra.get(key) or ()
+        aliases.extend((value,) if isinstance(value, str) else value)
     answers = tuple(dict.fromkeys(a for a in (question.answer, *aliases) if a))
     if not answers:
         raise ValueError(f"question {question.id!r} has no gold answer")

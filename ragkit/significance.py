@@ -88,11 +88,17 @@ def gain_rows(results: Mapping[str, Evaluation], base: str, metrics: Sequence[st
     intervals exclude 0. Taught in lessons/08_evaluation.ipynb."""
     if base not in results:
         raise ValueError(f"base {base!r} is not among the results: {', '.join(results)}")
+    pairs = {name: (run, results[base]) for name, run in results.items() if name != base}
+    return pair_gain_rows(pairs, metrics, label=label)
+
+
+def pair_gain_rows(pairs: Mapping[str, tuple[Evaluation, Evaluation]], metrics: Sequence[str], *,
+                   label: str = "comparison") -> list[dict]:
+    """Rows for format_table: each (new, base) pair's gain on each metric with its 95% interval, and which
+    intervals exclude 0. Taught in lessons/08_evaluation.ipynb."""
     rows = []
-    for name, run in results.items():
-        if name == base:
-            continue
-        gains = {metric: paired_bootstrap(run, results[base], metric) for metric in metrics}
+    for name, (new, base) in pairs.items():
+        gains = {metric: paired_bootstrap(new, base, metric) for metric in metrics}
         beyond = [metric for metric, gain in gains.items() if gain.excludes_zero]
         rows.append({label: name, **{f"{metric} gain [95% interval]": str(gain) for metric, gain in gains.items()},
                      "interval excludes 0": ", ".join(beyond) or "none"})

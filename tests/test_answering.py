@@ -93,6 +93,7 @@ def test_evaluate_reader_scores_answers_and_groundedness_per_question():
     rows = {row["id"]: row for row in result.per_question}
     assert rows["q01"]["exact_match"] == 1.0 and rows["q01"]["grounded"] == 1.0
     assert rows["q02"]["exact_match"] == 0.0 and rows["q02"]["f1"] > 0.5
+    assert rows["q02"]["contains_gold"] == 0.0 and rows["q01"]["contains_gold"] == 1.0
     assert rows["q02"]["unsupported"] == ("travel", "portal") and rows["q02"]["grounded"] == 0.0
     assert rows["q03"]["grounded"] is None and rows["q03"]["context"] == ()
     assert result.means["grounded"] == 0.5  # over the two answers that have content words

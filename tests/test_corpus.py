@@ -1,12 +1,14 @@
 """ragkit.corpus: the course data loads, and bad files fail with errors that name the file."""
 
 import json
+import unicodedata
 from collections import Counter
 
 import pytest
 
 from ragkit.corpus import DATA_DIR, MAX_DOC_CHARS, Doc, check_docs, load_docs, load_questions, read_jsonl
 from ragkit.errors import CorpusError
+from ragkit.evaluate import normalize_answer
 
 
 @pytest.fixture(scope="module")
@@ -252,3 +254,52 @@ def test_multihop_answers_are_grounded(multihop_docs, multihop_questions):
 
 def test_some_multihop_questions_need_a_russian_passage(multihop_questions):
     assert sum(any(r.startswith("kb-ru-") for r in q.relevant) for q in multihop_questions) >= 8
+
+
+# Hand-written answer aliases (data/README.md, "How the answer aliases were written").
+
+COURSE_SETS = [("questions.jsonl", "handbook.jsonl"), ("multihop_questions.jsonl", "multihop_kb.jsonl")]
+POLARITY = {"yes": {"yes", "да"}, "no": {"no", "нет"}}
+
+
+def flat(text):
+    """Case-folded, with runs of whitespace as one space: how an answer is looked up in a document."""
+    return " ".join(text.split()).casefold()
+
+
+def written_in(text, lang):
+    """Whether text has letters, all in the script of lang (Vietnamese: Latin with at least one diacritic)."""
+    letters = [ch for ch in text if ch.isalpha()]
+    scripts = {unicodedata.name(ch).split()[0] for ch in letters}
+    accented = not all(ch.isascii() for ch in letters)
+    return bool(letters) and {"en": scripts == {"LATIN"} and not accented, "vi": scripts == {"LATIN"} and accented,
+                              "ru": "CYRILLIC" in scripts, "zh": "CJK" in scripts}[lang]
+
+
+@pytest.mark.parametrize("questions_file", [questions_file for questions_file, _ in COURSE_SETS])
+def test_every_course_question_has_answer_aliases_after_its_answer(questions_file):
+    records = read_jsonl(DATA_DIR / questions_file)
+    for record in records:
+        keys = list(record)
+        assert "aliases" not in record and keys[keys.index("answer") + 1] == "answer_aliases", record["id"]
+        aliases = record["answer_aliases"]
+        # yes/no answers take no alias: "no, he was not" would give a wrong "yes, he was" part of its F1
+        assert isinstance(aliases, list) and (aliases or record["answer"] in POLARITY), record["id"]
+        assert all(isinstance(a, str) and a == a.strip() and normalize_answer(a) for a in aliases), record["id"]
+        assert len(set(aliases)) == len(aliases) and record["answer"] not in aliases, record["id"]
+    assert [q.extra["answer_aliases"] for q in load_questions(DATA_DIR / questions_file)] == \
+        [r["answer_aliases"] for r in records]
+
+
+@pytest.mark.parametrize("questions_file, corpus_file", COURSE_SETS)
+def test_answers_are_found_in_a_gold_doc_and_given_in_the_question_language(questions_file, corpus_file):
+    docs = {d.id: d for d in load_docs(DATA_DIR / corpus_file)}
+    for question in load_questions(DATA_DIR / questions_file):
+        answers = (question.answer, *question.extra["answer_aliases"])
+        if question.answer in POLARITY:  # yes/no: stated by no document; every alias keeps the polarity
+            assert all(normalize_answer(a).split()[0] in POLARITY[question.answer] for a in answers), question.id
+            continue
+        stated_in = {docs[r].lang for r in question.relevant for a in answers if flat(a) in flat(docs[r].text)}
+        assert stated_in, f"{question.id}: neither the answer nor an alias occurs in a gold document"
+        if question.lang not in stated_in:  # the documents state it in another language
+            assert any(written_in(a, question.lang) for a in answers), question.id

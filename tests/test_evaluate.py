@@ -13,6 +13,7 @@ from ragkit.evaluate import (
     Evaluation,
     all_gold_at_k,
     answers_of,
+    contains_gold,
     dcg,
     evaluate_answers,
     evaluate_pipeline,
@@ -341,12 +342,22 @@ def test_answer_metrics_refuse_an_empty_list_of_gold_answers():
         token_f1("x", [])
 
 
-def test_answers_of_a_question_are_its_answer_then_its_aliases():
-    question = Question("1", "q", ("a",), answer="3 days", extra={"aliases": ["three days", "3 days"]})
+def test_answers_of_a_question_are_its_answer_then_its_answer_aliases():
+    question = Question("1", "q", ("a",), answer="3 days", extra={"answer_aliases": ["three days", "3 days"]})
     assert answers_of(question) == ("3 days", "three days")
-    assert answers_of(Question("2", "q", ("a",), extra={"aliases": "three"})) == ("three",)
+    assert answers_of(Question("2", "q", ("a",), extra={"answer_aliases": "three"})) == ("three",)
     with pytest.raises(ValueError, match="'3' has no gold answer"):
         answers_of(Question("3", "q", ("a",)))
+    with pytest.raises(ValueError, match="'4' has no gold answer"):
+        answers_of(Question("4", "q", ("a",), extra={"answer_aliases": [], "aliases": None}))
+
+
+def test_answers_of_still_reads_the_legacy_aliases_key_after_answer_aliases():
+    # benchmarks/hotpotqa_data.py keeps HotpotQA's aliases under "aliases"
+    assert answers_of(Question("1", "q", ("a",), answer="Australia", extra={"aliases": ["Oceania"]})) == \
+        ("Australia", "Oceania")
+    both = Question("2", "q", ("a",), answer="x", extra={"answer_aliases": ["y", "x"], "aliases": ["z", "y"]})
+    assert answers_of(both) == ("x", "y", "z")
 
 
 # --- runners ---------------------------------------------------------------------------------------
@@ -411,7 +422,7 @@ def test_evaluate_retrieval_is_evaluate_pipelines_means_for_recall_and_mrr():
 
 
 ANSWERED = [
-    Question("1", "how long?", ("a",), answer="three days", extra={"aliases": ["3 days"]}),
+    Question("1", "how long?", ("a",), answer="three days", extra={"answer_aliases": ["3 days"]}),
     Question("2", "where?", ("b",), answer="the #absences channel"),
 ]
 REPLIES = {"how long?": "3 days.", "where?": "in the absences channel on Slack"}
@@ -457,3 +468,12 @@ def test_format_seconds_keeps_a_unit_the_nbval_sanitizer_knows():
 def test_the_mean_of_nothing_is_nan_not_a_score():
     assert mean([1.0, 2.0]) == 1.5 and mean(x for x in (3, 5)) == 4.0
     assert math.isnan(mean([]))
+
+
+def test_contains_gold_takes_whole_words_of_any_alias():
+    assert contains_gold("She was the Chief of Protocol.", ["chief of protocol"]) == 1.0
+    assert contains_gold("Oceania and more", ["Australia", "Oceania"]) == 1.0
+    assert contains_gold("not in the passages", ["no"]) == 0.0  # "not" is not "no"
+    assert contains_gold("", "yes") == 0.0
+    with pytest.raises(ValueError):
+        contains_gold("x", [])

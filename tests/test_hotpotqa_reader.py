@@ -52,11 +52,7 @@ def run(hotpot_dir, out, *options):
     return bench.main(["--data", str(hotpot_dir), "--results-dir", str(out), "--threads", "1", *options])
 
 
-def test_contains_gold_takes_whole_words_of_any_alias():
-    assert bench.contains_gold("She was the Chief of Protocol.", ["chief of protocol"]) == 1.0
-    assert bench.contains_gold("Oceania and more", ["Australia", "Oceania"]) == 1.0
-    assert bench.contains_gold("not in the passages", ["no"]) == 0.0  # "not" is not "no"
-    assert bench.contains_gold("", ["yes"]) == 0.0
+def test_answer_values_score_the_best_alias_on_each_metric():
     question = Question("q", "?", ("p",), answer="Lake Baikal")
     assert bench.answer_values("the Lake Baikal", question) == {"EM": 1.0, "F1": 1.0, "contains gold": 1.0}
 

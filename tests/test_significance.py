@@ -65,3 +65,12 @@ def test_gain_rows_give_each_run_its_gain_over_the_base():
     assert (rows[0]["interval excludes 0"], rows[1]["interval excludes 0"]) == ("mrr@10", "none")
     with pytest.raises(ValueError, match="base 'dense' is not among"):
         gain_rows(results, "dense", ["mrr@10"])
+
+
+def test_pair_gain_rows_compare_each_pair_on_its_own_base():
+    from ragkit.significance import pair_gain_rows
+
+    low, high = run([0.0] * 20), run([1.0] * 20)
+    rows = pair_gain_rows({"up": (high, low), "down": (low, high)}, ["mrr@10"], label="pair")
+    assert [row["pair"] for row in rows] == ["up", "down"]
+    assert [row["mrr@10 gain [95% interval]"] for row in rows] == ["+1.000 [+1.000, +1.000]", "-1.000 [-1.000, -1.000]"]
