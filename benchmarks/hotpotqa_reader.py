@@ -199,6 +199,48 @@ def read_all(reader: Reader, evidence: Evidence, questions: Sequence[Question], 
     return Answers(text, found, seconds)
 
 
+@dataclass
+class Recorded:
+    """An earlier run's rows, per-question values, answers and evidence ids (its result file), to reuse."""
+
+    path: Path
+    rows: dict[str, dict]
+    values: dict[str, dict[str, dict[str, float]]]
+    predictions: dict[str, dict[str, str]]
+    evidence: dict[str, dict[str, list[str]]]
+
+
+def load_recorded(path: Path) -> Recorded:
+    """The rows of an earlier hotpotqa_reader result file, with what they were computed from."""
+    record = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not record.get("name", "").startswith("hotpotqa-reader"):
+        raise ValueError(f"{path} is not a hotpotqa_reader result (its name is {record.get('name')!r})")
+    values = {name: {row["id"]: {m: row[m] for m in METRICS} for row in rows}
+              for name, rows in record["significance"]["per_question"].items()}
+    predictions: dict[str, dict[str, str]] = {}
+    evidence: dict[str, dict[str, list[str]]] = {}
+    for item in record["extra"]["per_question"]:
+        for key, text in item["predictions"].items():
+            predictions.setdefault(key, {})[item["id"]] = text
+        for name, ids in item["evidence"].items():
+            evidence.setdefault(name, {})[item["id"]] = ids
+    return Recorded(Path(path), {row["rung"]: {k: v for k, v in row.items() if k != "rung"} for row in record["rows"]},
+                    values, predictions, evidence)
+
+
+def reusable(recorded: Recorded | None, key: tuple[str, str], found: Evidence, questions: Sequence[Question]) -> bool:
+    """Whether the recorded row answered exactly these questions from exactly this evidence."""
+    name = row_name(*key)
+    if recorded is None or name not in recorded.values or "/".join(key) not in recorded.predictions:
+        return False
+    if set(recorded.values[name]) != {q.id for q in questions}:
+        return False
+    if key[1] in ("gold", "closed book"):
+        return True  # the data fixes both
+    kept = recorded.evidence.get(key[1], {})
+    return all(kept.get(q.id) == [h.id for h in found.hits[q.id]] for q in questions)
+
+
 # --- rows and gains ---------------------------------------------------------------------------------------
 
 
@@ -291,6 +333,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--skip-closed-book", action="store_true", help="no closed-book row for the few-shot reader")
     add("--fusion-result", type=Path, default=FUSION_RESULT,
         help="hotpotqa_fusion's result file, which records the fusion chosen on train100")
+    add("--reuse", type=Path,
+        help="an earlier result file of this benchmark: a row it holds for the same questions and the same evidence "
+             "is taken from it (its answers, scores and times) instead of being read again")
     harness.add_output_options(parser, threads_help="CPU threads for the embedder, the readers and llama.cpp")
     return parser.parse_args(argv)
 
@@ -334,12 +379,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     answers: dict[tuple[str, str], Answers] = {}
     rows: dict[str, dict] = {}
     values: dict[tuple[str, str], dict] = {}
+    recorded = load_recorded(args.reuse) if args.reuse else None
     for reader_name, reader in readers.items():
         asked = few_shot_questions if reader_name == "few-shot" else questions
         for evidence_name, found in evidence.items():
             if evidence_name == "closed book" and reader_name != "few-shot":
                 continue  # the specialist reads passages: closed book is the chat model's own knowledge
             key = (reader_name, evidence_name)
+            if reusable(recorded, key, found, asked):
+                print(f"reused from {recorded.path.name}: {row_name(*key)}", file=sys.stderr)
+                answers[key] = Answers(recorded.predictions["/".join(key)], {}, {})
+                rows[row_name(*key)], values[key] = recorded.rows[row_name(*key)], recorded.values[row_name(*key)]
+                continue
             answers[key] = read_all(reader, found, asked, rec, row_name(*key))
             rows[row_name(*key)], values[key] = table_row(answers[key], found, asked)
     full = len(questions) == len(everything) and run_self_ask and list(readers) == list(READERS)
@@ -349,6 +400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              "budget": BUDGET, "fusion": {"setting": str(setting), "chosen": fusion_record["extra"]["chosen"],
                                           "from": str(args.fusion_result), "recorded_embedder": recorded_embedder},
              "embedder": embedder.name, "readers": {name: reader.name for name, reader in readers.items()},
+             "reused": {name: str(args.reuse) for name in rows if recorded and name in recorded.rows
+                        and rows[name] is recorded.rows[name]},
              "ms_note": "ms/answer: the reader's call alone; evidence ms/question: finding the evidence (the fusion's "
                         "two searches and fusion; a whole self-ask run, its reader bridges included)",
              **({"self_ask": self_ask_summary(self_ask_details)} if run_self_ask else {}),

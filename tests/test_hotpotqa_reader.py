@@ -118,6 +118,30 @@ def test_a_whole_run_scores_every_reader_on_every_evidence_with_paired_gains(hot
     assert len(closed) == 2
 
 
+def test_a_run_reuses_the_rows_an_earlier_run_read_from_the_same_evidence_and_reads_the_rest(hotpot_dir, tmp_path,
+                                                                                          fakes):
+    earlier = tmp_path / "earlier"
+    assert run(hotpot_dir, earlier, "--few-shot-limit", "2", "--skip-self-ask") == 0
+    recorded = json.loads((earlier / "hotpotqa-reader-subset.json").read_text())
+    fakes["specialist"].calls.clear()
+    out = tmp_path / "results"
+    assert run(hotpot_dir, out, "--few-shot-limit", "2", "--reuse", str(earlier / "hotpotqa-reader-subset.json")) == 0
+    result = json.loads((out / "hotpotqa-reader.json").read_text())
+    name = bench.row_name
+    reused = [name("specialist", "fusion"), name("specialist", "gold"), name("few-shot", "fusion"),
+              name("few-shot", "gold"), name("few-shot", "closed book")]
+    assert sorted(result["extra"]["reused"]) == sorted(reused)
+    rows = {row["rung"]: row for row in result["rows"]}
+    assert all(rows[row["rung"]] == row for row in recorded["rows"])  # times and scores as recorded
+    questions = {q["question"] for q in recorded["extra"]["per_question"]}
+    read = [question for question, _ in fakes["specialist"].calls if question in questions]
+    assert len(read) == len(questions) == 4  # the self-ask row alone: fusion and gold were not read again
+    gains = {(g["rung"], g["over"]) for g in result["significance"]["gains"]}
+    assert (name("specialist", "self-ask"), name("specialist", "fusion")) in gains
+    with pytest.raises(ValueError, match="not a hotpotqa_reader result"):
+        bench.load_recorded(bench.FUSION_RESULT)
+
+
 def test_a_partial_run_writes_a_subset_file_and_needs_no_specialist(hotpot_dir, tmp_path, fakes, monkeypatch):
     def not_built(**kwargs):
         raise AssertionError("the specialist was loaded")
