@@ -15,14 +15,14 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 READ_SETTINGS := RAGKIT_CONFIG RAGKIT_LLM RAGKIT_EMBEDDER RAGKIT_RERANKER RAGKIT_STORE RAGKIT_THREADS RAGKIT_OLLAMA_HOST \
-	RAGKIT_TIMEOUT RAGKIT_MODEL_CACHE RAGKIT_DECOMPOSER RAGKIT_JUDGE RAGKIT_ANSWERER RAGKIT_READER RAGKIT_DATA RAGKIT_CACHE RAGKIT_EVALDATA \
+	RAGKIT_TIMEOUT RAGKIT_MODEL_CACHE RAGKIT_DECOMPOSER RAGKIT_JUDGE RAGKIT_ANSWERER RAGKIT_READER RAGKIT_RELEVANCE RAGKIT_DATA RAGKIT_CACHE RAGKIT_EVALDATA \
 	OLLAMA_HOST OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_WEBHOOK_SECRET OPENAI_LOG \
 	HARNESS_EMBEDDING_NOISE HARNESS_SCORE_NOISE HARNESS_NOISE_SEED HARNESS_CHAT_SEED
 SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
 TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -64,9 +64,9 @@ $(WHEELHOUSE_DIR)/.complete: pyproject.toml constraints.txt
 reranker: $(STAMP)
 	$(BIN)/python -m ragkit.reranker_training
 
-# The chat model fine-tuned for one job each (decomposer, yes/no answerer, step judge, reader; lesson 09): LoRA on
-# 2 cores (each job's minutes: docs/results.md, generated from models/specialists/*/specialist.json), built under
-# .cache/specialists/ unless models/specialists/ holds a committed one.
+# The chat model fine-tuned for one job each (decomposer, yes/no answerer, step judge, reader, relevance judge;
+# lesson 09): LoRA on 2 cores (each job's minutes: docs/results.md, generated from models/specialists/*/
+# specialist.json), built under .cache/specialists/ unless models/specialists/ holds a committed one.
 # SPECIALISTS="decomposer" builds one alone.
 SPECIALISTS ?=
 specialists: $(STAMP)
@@ -205,6 +205,14 @@ bench-self-ask: $(STAMP)
 READER_ARGS ?=
 bench-reader: $(STAMP)
 	$(BIN)/python -m benchmarks.hotpotqa_reader $(READER_ARGS)
+
+# Reranking BM25's top 20 on the course questions and SciFact test: the course cross-encoder, the relevance judge
+# (the chat model's and the relevance specialist's P(yes)) and the chat model's 0-10 score (course only), against
+# BM25 alone and dense, with paired intervals and the cost per document. RERANK_ARGS="--sets course" is the quick
+# half.
+RERANK_ARGS ?=
+bench-rerank: $(STAMP)
+	$(BIN)/python -m benchmarks.rerank_bm25 $(RERANK_ARGS)
 
 # LoRA against full fine-tuning (60 steps each, held-out step F1, tokens/s, memory) and the committed decomposer
 # through llama.cpp against transformers (tokens/s, step F1); ~25 min.

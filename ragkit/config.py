@@ -52,6 +52,9 @@ class Settings:
     # '' (the chat model, prompted few-shot as ragkit.answering.read does), 'specialist' (the reader specialist:
     # the chat model fine-tuned to copy a span of the passages, lesson 09) or any chat model spec, prompted few-shot
     reader: str = ""
+    # the chat model a relevance judge asks "does the passage help answer the query?" (roles.relevance_model,
+    # scored by P(yes)): '' (the chat model), 'specialist' (the relevance specialist, lesson 09) or any chat model spec
+    relevance: str = ""
 
 
 ROLES = ("decomposer", "judge", "answerer")  # the settings above that choose a chat model per job (ragkit.roles)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.config import data_dir
+from ragkit.config import data_dir, evaldata_dir
 from ragkit.errors import CorpusError, EmptyQueryError
 
 DATA_DIR = data_dir()  # read once: lessons and default arguments import it
@@ -64,6 +64,21 @@ def stored_file(path: str | Path) -> Path:
     path = Path(path)
     packed = path.with_name(path.name + ".gz")
     return packed if not path.exists() and packed.is_file() else path
+
+
+def evaldata_files(sources: dict[str, str], *, root: str | Path | None, what: str,
+                   optional: Sequence[str] = ()) -> dict[str, Path]:
+    """The evaluation-data files named by sources (name -> path under root, default ragkit.config.evaldata_dir()),
+    each as stored_file finds it; optional ones only if present. A missing one is a CorpusError naming it and
+    RAGKIT_EVALDATA; what says what the files are for."""
+    root = Path(root) if root else evaldata_dir()
+    files = {name: stored_file(root / path) for name, path in sources.items()}
+    missing = [sources[n] for n, p in files.items() if not p.is_file() and n not in optional]
+    if missing:
+        raise CorpusError(f"{what} built from evaluation data that is not under {root}: {', '.join(missing)}; set "
+                          "RAGKIT_EVALDATA to the folder that holds them (default: data/benchmarks in the course "
+                          "folder; README, Settings)")
+    return {name: path for name, path in files.items() if path.is_file()}
 
 
 def read_bytes(path: str | Path) -> bytes:

@@ -23,6 +23,7 @@ SYSTEMS = {
     "judge": "Does the evidence support the step? Reply supports, contradicts or unrelated.",
     "reader": ("Answer the question with a short span copied from the passages, or yes, or no, or "
                f"'{NOT_IN_PASSAGES}'."),
+    "relevance": "Does the passage help answer the query? Reply yes or no.",
 }
 STEP_REFERENCE = re.compile(r"#\s*(\d+)")  # how a decomposer step refers to an earlier answer: #1, #2
 
@@ -53,6 +54,12 @@ def reader_messages(question: str, passages: Sequence[Sequence[str]]) -> list[di
     lines = "\n".join(f"[{i}] {shorten(passage_body(title, text), PASSAGE_CHARS)}"
                       for i, (title, text) in enumerate(passages, start=1))
     return job_messages("reader", f"Passages:\n{lines}\n\nQuestion: {' '.join(question.split())}")
+
+
+def relevance_messages(query: str, title: str, text: str) -> list[dict]:
+    """The relevance judge's prompt: 'Query: …\nPassage: title: text' (the passage cut as a reader's is)."""
+    passage = shorten(passage_body(title, text), PASSAGE_CHARS)
+    return job_messages("relevance", f"Query: {' '.join(query.split())}\nPassage: {passage}")
 
 
 def passage_body(title: str, text: str) -> str:
@@ -89,4 +96,5 @@ def parse_reader(text: str) -> str:
     return line.strip().strip("\"'“”`").rstrip(".").strip()
 
 
-PARSERS = {"decomposer": parse_decomposition, "answerer": parse_yes_no, "judge": parse_label, "reader": parse_reader}
+PARSERS = {"decomposer": parse_decomposition, "answerer": parse_yes_no, "judge": parse_label, "reader": parse_reader,
+           "relevance": parse_yes_no}

@@ -38,6 +38,7 @@ class ChatReply:
     completion_tokens: int = 0
     seconds: float = 0.0
     finish_reason: str = ""
+    top_logprobs: tuple = ()  # (token, log probability) pairs for the first reply token, when asked (logprobs=n)
 
 
 class ChatModel(Protocol):
@@ -47,7 +48,7 @@ class ChatModel(Protocol):
 
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
              json_schema: dict | None = None, grammar: str | None = None,
-             stop: Sequence[str] = ()) -> ChatReply: ...
+             stop: Sequence[str] = (), logprobs: int = 0) -> ChatReply: ...
 
 
 def as_messages(messages: Messages) -> list[dict]:
@@ -110,13 +111,16 @@ class LlamaCppChat:
 
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
              json_schema: dict | None = None, grammar: str | None = None,
-             stop: Sequence[str] = ()) -> ChatReply:
-        """One chat completion; constrained by a GBNF grammar or a JSON schema if given."""
+             stop: Sequence[str] = (), logprobs: int = 0) -> ChatReply:
+        """One chat completion; constrained by a GBNF grammar or a JSON schema if given; with logprobs=n, the n
+        likeliest first tokens in top_logprobs."""
         request = {"messages": as_messages(messages), "max_tokens": max_tokens,
                    "temperature": temperature, "seed": self.seed, "stop": list(stop),
                    # a reused prompt cache changes the float path, so the same prompt could get another
                    # reply depending on the call before it; without it, replies depend on the prompt alone
                    "cache_prompt": False}
+        if logprobs:
+            request |= {"logprobs": True, "top_logprobs": logprobs}
         if grammar:
             request["grammar"] = grammar
         if json_schema:
@@ -155,7 +159,16 @@ def _reply_from_openai_dict(reply: dict, model: str, seconds: float) -> ChatRepl
     return ChatReply(text=choice["message"].get("content") or "", model=model,
                      prompt_tokens=usage.get("prompt_tokens", 0),
                      completion_tokens=usage.get("completion_tokens", 0),
-                     seconds=seconds, finish_reason=choice.get("finish_reason") or "")
+                     seconds=seconds, finish_reason=choice.get("finish_reason") or "",
+                     top_logprobs=first_token_logprobs(choice.get("logprobs")))
+
+
+def first_token_logprobs(logprobs: dict | None) -> tuple:
+    """The (token, log probability) alternatives of an OpenAI-style reply's first token; () if it has none."""
+    content = (logprobs or {}).get("content") or []
+    if not content:
+        return ()
+    return tuple((top["token"], float(top["logprob"])) for top in content[0].get("top_logprobs") or [])
 
 
 class OllamaChat:
@@ -169,10 +182,14 @@ class OllamaChat:
 
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
              json_schema: dict | None = None, grammar: str | None = None,
-             stop: Sequence[str] = ()) -> ChatReply:
+             stop: Sequence[str] = (), logprobs: int = 0) -> ChatReply:
         """One chat completion; JSON-schema constrained if given (Ollama has no GBNF grammars)."""
         if grammar:
             raise BackendError("Ollama does not take GBNF grammars: pass json_schema instead")
+        if logprobs:
+            raise BackendError("ragkit reads no token probabilities from Ollama's own API: reach the same server "
+                               "through its OpenAI-compatible one (RAGKIT_LLM=openai:<model>, "
+                               "OPENAI_BASE_URL=http://localhost:11434/v1), or score with the 0-10 LLMReranker")
         options = {"num_predict": max_tokens, "temperature": temperature, "seed": 0, "stop": list(stop)}
         started = time.perf_counter()
         with ollama_errors(self.host, self.name, self.timeout):
@@ -251,17 +268,19 @@ class OpenAIChat:
 
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
              json_schema: dict | None = None, grammar: str | None = None,
-             stop: Sequence[str] = ()) -> ChatReply:
-        """One chat completion; a JSON schema goes as response_format, a grammar as llama.cpp's extra."""
+             stop: Sequence[str] = (), logprobs: int = 0) -> ChatReply:
+        """One chat completion; a JSON schema goes as response_format, a grammar as llama.cpp's extra; with
+        logprobs=n, the n likeliest first tokens in top_logprobs."""
         extra = {"grammar": grammar} if grammar else None
         response_format = ({"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema}}
                            if json_schema else None)
+        probabilities = {"logprobs": True, "top_logprobs": logprobs} if logprobs else {}
         started = time.perf_counter()
         with openai_errors(self.base_url, self.name, self.timeout):
             reply = self._client.chat.completions.create(
                 model=self.name, messages=as_messages(messages), max_tokens=max_tokens,
                 temperature=temperature, seed=0, stop=list(stop) or None,
-                response_format=response_format, extra_body=extra)
+                response_format=response_format, extra_body=extra, **probabilities)
         return _reply_from_openai_dict(reply.model_dump(), self.name, time.perf_counter() - started)
 
 
@@ -306,8 +325,10 @@ class TransformersChat:
         self.model, self.tokenizer, self.name, self.seed = model, tokenizer, name, seed
 
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
-             json_schema: dict | None = None, grammar: str | None = None, stop: Sequence[str] = ()) -> ChatReply:
-        """One chat completion, stopped at the end of turn, a stop string or max_tokens."""
+             json_schema: dict | None = None, grammar: str | None = None, stop: Sequence[str] = (),
+             logprobs: int = 0) -> ChatReply:
+        """One chat completion, stopped at the end of turn, a stop string or max_tokens; with logprobs=n, the n
+        likeliest first tokens in top_logprobs."""
         import torch
 
         if json_schema or grammar:
@@ -319,11 +340,21 @@ class TransformersChat:
         torch.manual_seed(self.seed)
         with torch.inference_mode():
             output = self.model.generate(**inputs, generation_config=self._generation(max_tokens, temperature),
-                                         stopping_criteria=self._stopping(inputs["input_ids"].shape[1], stop))
-        new = output[0, inputs["input_ids"].shape[1]:].tolist()
+                                         stopping_criteria=self._stopping(inputs["input_ids"].shape[1], stop),
+                                         return_dict_in_generate=True, output_scores=bool(logprobs))
+        new = output.sequences[0, inputs["input_ids"].shape[1]:].tolist()
         text, finish = self._text(new, max_tokens, stop)
+        top = self._top_logprobs(output.scores[0][0], logprobs) if logprobs and output.scores else ()
         return ChatReply(text=text, model=self.name, prompt_tokens=inputs["input_ids"].shape[1],
-                         completion_tokens=len(new), seconds=time.perf_counter() - started, finish_reason=finish)
+                         completion_tokens=len(new), seconds=time.perf_counter() - started, finish_reason=finish,
+                         top_logprobs=top)
+
+    def _top_logprobs(self, logits, n: int) -> tuple:
+        """The n likeliest tokens of one step's logits, as (token text, log probability) pairs."""
+        import torch
+
+        values, ids = torch.log_softmax(logits.float(), dim=-1).topk(n)
+        return tuple((self.tokenizer.decode([i]), float(v)) for v, i in zip(values.tolist(), ids.tolist()))
 
     def _generation(self, max_tokens: int, temperature: float):
         from transformers import GenerationConfig

@@ -163,13 +163,20 @@ def model_slug(model: str) -> str:
 # --- chat replies -------------------------------------------------------------------------------------
 
 
+def stored_reply(text: str) -> ChatReply:
+    """A ChatReply from its stored JSON (pairs of top_logprobs back to tuples, as they were put)."""
+    fields = json.loads(text)
+    fields["top_logprobs"] = tuple(map(tuple, fields.get("top_logprobs", ())))
+    return ChatReply(**fields)
+
+
 class ReplyCache:
     """Chat replies in one store under folder, keyed by ragkit.llm.reply_key; counts hits and misses."""
 
     def __init__(self, folder: str | Path):
         self.store = Store(Path(folder).expanduser() / "replies.sqlite", table="replies", column="reply",
                            encode=lambda reply: json.dumps(asdict(reply)),
-                           decode=lambda text: ChatReply(**json.loads(text)))
+                           decode=stored_reply)
         self.path = self.store.path
         self.hits = self.misses = 0
 

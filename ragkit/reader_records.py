@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ragkit import jobs, splits
-from ragkit.config import evaldata_dir
-from ragkit.corpus import read_json, read_jsonl, stored_file
-from ragkit.errors import CorpusError
+from ragkit.corpus import evaldata_files, read_json, read_jsonl
 from ragkit.jobs import reader_messages
 from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.text import split_sentences
@@ -144,11 +142,11 @@ def paragraphs_of(item: dict) -> tuple[dict[str, str], list[str]]:
     """A HotpotQA question's paragraphs by title, and its supporting titles: from the distractor setting's
     context and supporting_facts, or from a copy that lists supporting and distractor paragraphs apart."""
     if "context" in item:
-        paragraphs = {title: cut("".join(sentences)) for title, sentences in _listed(item["context"])}
-        return paragraphs, list(dict.fromkeys(title for title, _ in _listed(item["supporting_facts"])))
-    listed = [*_listed(item["supporting"]), *_listed(item["distractors"])]
+        paragraphs = {title: cut("".join(sentences)) for title, sentences in listed_field(item["context"])}
+        return paragraphs, list(dict.fromkeys(title for title, _ in listed_field(item["supporting_facts"])))
+    listed = [*listed_field(item["supporting"]), *listed_field(item["distractors"])]
     return ({p["title"]: cut(p["text"]) for p in listed},
-            list(dict.fromkeys(p["title"] for p in _listed(item["supporting"]))))
+            list(dict.fromkeys(p["title"] for p in listed_field(item["supporting"]))))
 
 
 def hotpotqa_record(question: str, gold: list, distractors: list, answer: str, *, rng: random.Random) -> dict | None:
@@ -164,7 +162,7 @@ def hotpotqa_record(question: str, gold: list, distractors: list, answer: str, *
     return record(question, passages, [answer], "span", "hotpotqa") if holds(passages, answer) else None
 
 
-def _listed(value):
+def listed_field(value):
     """A field that some copies store as a Python-literal string (HippoRAG's sample) and others as a list."""
     if isinstance(value, str):
         return ast.literal_eval(value)
@@ -178,16 +176,17 @@ def strategyqa_records(items: Sequence[dict], *, exclude: Sequence[str], limit: 
                        seed: int = 0) -> list[dict]:
     """Up to limit train questions (dev200 left out), yes and no in equal numbers, each with its gold facts."""
     excluded = set(exclude)
-    usable = [s for s in items if s["qid"] not in excluded and _listed(s["facts"])]
-    by_answer = {answer: [s for s in usable if _truth(s["answer"]) == answer] for answer in (True, False)}
+    usable = [s for s in items if s["qid"] not in excluded and listed_field(s["facts"])]
+    by_answer = {answer: [s for s in usable if is_true(s["answer"]) == answer] for answer in (True, False)}
     rng = random.Random(seed)
     chosen = [s for group in by_answer.values() for s in rng.sample(group, min(len(group), limit // 2))]
-    return [record(s["question"], [[s.get("term", ""), cut(fact)] for fact in _listed(s["facts"])],
-                   ["yes" if _truth(s["answer"]) else "no"], "yes" if _truth(s["answer"]) else "no", "strategyqa")
+    return [record(s["question"], [[s.get("term", ""), cut(fact)] for fact in listed_field(s["facts"])],
+                   ["yes" if is_true(s["answer"]) else "no"], "yes" if is_true(s["answer"]) else "no", "strategyqa")
             for s in chosen]
 
 
-def _truth(value) -> bool:
+def is_true(value) -> bool:
+    """Whether a StrategyQA answer field (True, "True", "yes") says yes."""
     return value is True or str(value).strip().lower() in ("true", "yes")
 
 
@@ -196,13 +195,7 @@ def _truth(value) -> bool:
 
 def source_files(*, root: str | Path | None = None) -> dict[str, Path]:
     """The data files the records are built from, by name (each file or its .gz copy); optional ones if present."""
-    root = Path(root) if root else evaldata_dir()
-    files = {name: stored_file(root / path) for name, path in SOURCES.items()}
-    missing = [SOURCES[n] for n, p in files.items() if not p.is_file() and n not in OPTIONAL]
-    if missing:
-        raise CorpusError(f"the reader's records are built from data that is not under {root}: {', '.join(missing)}; "
-                          "set RAGKIT_EVALDATA to the folder that holds them (default: data/benchmarks)")
-    return {name: path for name, path in files.items() if path.is_file()}
+    return evaldata_files(SOURCES, root=root, what="the reader's records are", optional=OPTIONAL)
 
 
 def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[list[dict], dict]:

@@ -6,6 +6,7 @@ Taught in lessons/04_reranking.ipynb.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -15,6 +16,8 @@ import numpy as np
 
 from ragkit.corpus import Doc, Hit, check_query, passage_text
 from ragkit.embeddings import local_model_dir
+from ragkit.errors import BackendError
+from ragkit.jobs import relevance_messages
 from ragkit.llm import ChatModel
 
 RELEVANCE_SCALE = tuple(range(11))
@@ -147,3 +150,45 @@ class LLMScorer(LLMReranker):
     def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
         """The model's score of each doc for the statement, on 0-1."""
         return super().score(query, docs) / 10.0
+
+
+class RelevanceJudge:
+    """A chat model asked whether each passage helps answer the query, in the relevance specialist's prompt
+    (ragkit.jobs): the score is P(yes) of its first reply token. Taught in lessons/04_reranking.ipynb."""
+
+    TOP = 10  # first-token alternatives asked for: a model that answers yes or no has both among them
+
+    def __init__(self, chat: ChatModel):
+        self.chat, self.name = chat, f"P(yes) relevance ({chat.name})"
+        self.unreadable = 0  # replies whose first-token alternatives hold neither yes nor no, scored 0.5
+        self.seconds = 0.0
+
+    def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
+        """P(yes) in [0, 1] for each doc."""
+        check_query(query)
+        return np.array([self._score_one(query, doc) for doc in docs], dtype=np.float32)
+
+    def _score_one(self, query: str, doc: Doc) -> float:
+        reply = self.chat.chat(relevance_messages(query, doc.title, doc.text), max_tokens=1, logprobs=self.TOP)
+        self.seconds += reply.seconds
+        if not reply.top_logprobs:
+            raise BackendError(f"{self.chat.name} returned no token probabilities, which the relevance judge "
+                               "scores by: use llama.cpp or an OpenAI-compatible endpoint that returns logprobs, "
+                               "or the 0-10 LLMReranker")
+        probability = yes_probability(reply.top_logprobs)
+        if probability is None:
+            self.unreadable += 1
+            return 0.5
+        return probability
+
+
+def yes_probability(top_logprobs: Sequence[Sequence]) -> float | None:
+    """P(yes) / (P(yes) + P(no)) over a first token's (token, log probability) alternatives, any case and spacing;
+    None when neither word is among them."""
+    mass = {"yes": 0.0, "no": 0.0}
+    for token, logprob in top_logprobs:
+        word = str(token).strip().lower()
+        if word in mass:
+            mass[word] += math.exp(logprob)
+    total = mass["yes"] + mass["no"]
+    return mass["yes"] / total if total else None

@@ -4,6 +4,7 @@ specialist (lesson 09), another chat model, or nothing (the chat model). Above b
 
 RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER: (empty: the chat model) | specialist | any RAGKIT_LLM value
 RAGKIT_READER: the same choices, for the reader (reader_model: a Reader, not a chat model)
+RAGKIT_RELEVANCE: the same choices, for the relevance judge (relevance_model: a reranker scoring by P(yes))
 Taught in lessons/09_specialists.ipynb.
 """
 
@@ -16,9 +17,10 @@ from ragkit.llm import ChatModel
 from ragkit.models import chat_model
 from ragkit.reader import Reader
 from ragkit.reader_specialist import specialist_reader
+from ragkit.rerank import RelevanceJudge
 from ragkit.specialists import specialist
 
-__all__ = ["ROLES", "reader_model", "role_model"]
+__all__ = ["ROLES", "reader_model", "relevance_model", "role_model"]
 
 
 def role_model(role: str) -> ChatModel:
@@ -38,3 +40,12 @@ def reader_model() -> Reader:
     if spec.lower() == "specialist":
         return specialist_reader()
     return ChatReader(chat_model(spec or None))
+
+
+def relevance_model() -> RelevanceJudge:
+    """The relevance judge the relevance setting names: the relevance specialist, else a chat model (its spec's,
+    else the chat model) asked in the same prompt."""
+    spec = load_settings().relevance.strip()
+    if spec.lower() == "specialist":
+        return RelevanceJudge(specialist("relevance"))
+    return RelevanceJudge(chat_model(spec or None))

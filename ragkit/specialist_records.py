@@ -8,7 +8,9 @@ public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a has
 - judge: a statement and numbered evidence -> "supports" / "contradicts" / "unrelated": a StrategyQA fact
   among retrieved look-alikes (supports) or only the look-alikes (unrelated), SciFact claims with their
   rationale sentences (SUPPORT, CONTRADICT) or another claim's (unrelated).
-- reader: ragkit.reader_records (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no).
+- reader: ragkit.reader_records (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no);
+- relevance: ragkit.relevance_records (SciFact train claims, HotpotQA train questions and StrategyQA train questions,
+  each with relevant passages and as many BM25-hard negatives: "yes" / "no").
 StrategyQA's fixed dev200 questions never enter any training set. Taught in lessons/09_specialists.ipynb.
 """
 
@@ -21,9 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import reader_records, splits
-from ragkit.config import evaldata_dir
-from ragkit.corpus import Doc, read_json, read_jsonl, stored_file
+from ragkit import reader_records, relevance_records, splits
+from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl
 from ragkit.errors import CorpusError
 from ragkit.jobs import (
     MAX_STEPS,
@@ -33,7 +34,7 @@ from ragkit.jobs import (
     numbered,
 )
 from ragkit.lexical import BM25Index
-from ragkit.text import search_tokenize
+from ragkit.text import restates, search_tokenize
 
 HELDOUT_PERCENT = 10
 SCIFACT_LABELS = {"SUPPORT": "supports", "CONTRADICT": "contradicts"}
@@ -41,6 +42,7 @@ SOURCES = {"musique": "musique/dev_decompositions.json", "strategyqa": "strategy
            "dev200": "strategyqa/dev200_qids.json", "facts": "strategyqa/facts_corpus.jsonl",
            "scifact_claims": "scifact/claims_dev_with_evidence.jsonl",
            "scifact_sentences": "scifact/corpus_sentences.jsonl"}
+OWN_MODULES = {"reader": reader_records, "relevance": relevance_records}  # jobs whose records have a module
 JOB_SOURCES = {"decomposer": ("musique", "strategyqa", "dev200"),
                "answerer": ("strategyqa", "dev200", "facts"),
                "judge": ("strategyqa", "dev200", "facts", "scifact_claims", "scifact_sentences")}
@@ -196,12 +198,6 @@ def strategyqa_judgements(strategyqa: Sequence[dict], index: BM25Index, *, exclu
     return records
 
 
-def restates(text: str, fact: str, *, share: float = 0.6) -> bool:
-    """Whether text holds most (share) of the fact's content words: another question's copy of the same fact."""
-    words = set(search_tokenize(fact))
-    return bool(words) and len(words & set(search_tokenize(text))) >= share * len(words)
-
-
 def scifact_judgements(claims: Sequence[dict], sentences: dict[str, dict], *, rng: random.Random) -> list[dict]:
     """Per SciFact rationale: the claim with its sentences (supports / contradicts), and with another claim's
     rationale (unrelated)."""
@@ -253,16 +249,10 @@ def label_counts(records: Sequence[dict]) -> dict:
 def source_files(job: str, *, root: str | Path | None = None) -> dict[str, Path]:
     """The evaluation-data files a job's records are built from, by name (each file, or its gzip-compressed
     copy <file>.gz as data/benchmarks/ keeps the large ones)."""
-    if job == "reader":
-        return reader_records.source_files(root=root)
-    root = Path(root) if root else evaldata_dir()
-    files = {name: stored_file(root / SOURCES[name]) for name in JOB_SOURCES[job]}
-    missing = [SOURCES[name] for name, path in files.items() if not path.is_file()]
-    if missing:
-        raise CorpusError(f"the {job} records are built from evaluation data that is not under {root}: "
-                          f"{', '.join(missing)}; set RAGKIT_EVALDATA to the folder that holds them "
-                          "(default: data/benchmarks in the course folder; README, Settings)")
-    return files
+    if job in OWN_MODULES:
+        return OWN_MODULES[job].source_files(root=root)
+    return evaldata_files({name: SOURCES[name] for name in JOB_SOURCES[job]}, root=root,
+                          what=f"the {job} records are")
 
 
 def build_records(job: str, *, root: str | Path | None = None, seed: int = 0) -> tuple[list[dict], dict]:
@@ -270,8 +260,8 @@ def build_records(job: str, *, root: str | Path | None = None, seed: int = 0) ->
 
     Taught in lessons/09_specialists.ipynb.
     """
-    if job == "reader":
-        return reader_records.build_records(root=root, seed=seed)
+    if job in OWN_MODULES:
+        return OWN_MODULES[job].build_records(root=root, seed=seed)
     files = source_files(job, root=root)
     read = {name: read_jsonl(path) if SOURCES[name].endswith(".jsonl") else read_json(path)
             for name, path in files.items()}

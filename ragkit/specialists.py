@@ -1,5 +1,5 @@
 """Specialists: the default chat model fine-tuned for one narrow job each (decomposer, yes/no answerer, step
-judge, reader), found, loaded and used like any chat backend, and scored on held-out data.
+judge, reader, relevance judge), found, loaded and used like any chat backend, and scored on held-out data.
 
 Where a specialist lives: a committed one in models/specialists/<job>/ comes first (it is what the lessons'
 recorded outputs were made with, the same on every machine), then the one `make specialists` built under
@@ -81,6 +81,9 @@ JOBS = {
     # 170 steps (1,360 of its ~6,600 records) fill the hour a build may take; 704 tokens hold four HotpotQA passages
     "reader": Job("reader", "reader", 24,
                   FineTuneConfig(max_length=704, lora_rank=8, lora_alpha=16.0, max_steps=170)),
+    # one pass over its ~4,200 training records; 288 tokens hold a query and a 600-character passage
+    "relevance": Job("relevance", "relevance judge", 1,
+                     FineTuneConfig(max_length=288, lora_rank=8, lora_alpha=16.0)),
 }
 
 
@@ -173,7 +176,7 @@ def heldout_scores(chat: ChatModel, records: Sequence[dict], *, job: str) -> dic
     if job == "reader":
         return reader_scores([reader_reply(reply.text, r["passages"])[0] for reply, r in zip(replies, records)],
                              records)
-    labels = ("yes", "no") if job == "answerer" else LABELS
+    labels = ("yes", "no") if job in ("answerer", "relevance") else LABELS
     return label_scores([PARSERS[job](reply.text) for reply in replies], [r["answer"] for r in records], labels=labels)
 
 
@@ -210,12 +213,14 @@ class Specialist:
         self.backend.seed = value
 
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
-             json_schema: dict | None = None, grammar: str | None = None, stop: Sequence[str] = ()) -> ChatReply:
+             json_schema: dict | None = None, grammar: str | None = None, stop: Sequence[str] = (),
+             logprobs: int = 0) -> ChatReply:
         """The backend's reply to the prompt in the job's format; json_schema and grammar are dropped."""
         if json_schema or grammar:
             log.info("the %s specialist ignores json_schema/grammar: its reply format is fixed by training", self.job)
         prompt = reframe(self.job, messages) if self.reframe_prompts else as_messages(messages)
-        reply = self.backend.chat(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop)
+        asked = {"logprobs": logprobs} if logprobs else {}  # a backend that gives none is never asked for them
+        reply = self.backend.chat(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, **asked)
         return dataclasses.replace(reply, model=self.name)
 
 

@@ -71,6 +71,12 @@ def search_tokenize(text: str) -> list[str]:
     return tokenize(text, fold=True, stem=True, stopwords=True)
 
 
+def restates(text: str, fact: str, *, share: float = 0.6) -> bool:
+    """Whether text holds most (share) of the fact's content words (search_tokenize's): a copy of the same fact."""
+    words = set(search_tokenize(fact))
+    return bool(words) and len(words & set(search_tokenize(text))) >= share * len(words)
+
+
 def stem_word(word: str, lang: str = "auto") -> str:
     """Snowball stem: Russian for Cyrillic words, English for Latin ones (unless lang says vi)."""
     if lang in ("vi", "zh"):

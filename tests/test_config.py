@@ -340,3 +340,14 @@ def test_the_reader_setting_picks_the_chat_model_another_one_or_the_reader_speci
     assert isinstance(roles.reader_model(), ChatReader) and roles.reader_model().name == "chat ollama:qwen2.5"
     monkeypatch.setenv("RAGKIT_READER", " Specialist ")
     assert roles.reader_model() == "reader specialist" and asked == [{}]
+
+
+def test_the_relevance_setting_picks_the_chat_model_another_one_or_the_relevance_specialist(monkeypatch):
+    monkeypatch.setattr(roles, "chat_model", lambda spec=None: types.SimpleNamespace(name=f"chat {spec}"))
+    monkeypatch.setattr(roles, "specialist", lambda job: types.SimpleNamespace(name=f"{job} specialist"))
+    monkeypatch.delenv("RAGKIT_RELEVANCE", raising=False)
+    assert roles.relevance_model().chat.name == "chat None"
+    monkeypatch.setenv("RAGKIT_RELEVANCE", "ollama:qwen2.5")
+    assert roles.relevance_model().chat.name == "chat ollama:qwen2.5"
+    monkeypatch.setenv("RAGKIT_RELEVANCE", "specialist")
+    assert roles.relevance_model().chat.name == "relevance specialist"

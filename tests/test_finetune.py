@@ -204,6 +204,13 @@ def test_a_reply_has_the_chat_reply_fields(tiny_chat):
     assert reply.seconds > 0 and reply.finish_reason in ("stop", "length")
 
 
+def test_logprobs_give_the_first_tokens_alternatives_the_greedy_reply_first(tiny_chat):
+    reply = tiny_chat.chat("Is a tomato red?", max_tokens=1, logprobs=3)
+    tokens, logprobs = zip(*reply.top_logprobs)
+    assert len(tokens) == 3 and list(logprobs) == sorted(logprobs, reverse=True) and logprobs[0] <= 0
+    assert tokens[0] == reply.text and tiny_chat.chat("Is a tomato red?", max_tokens=1).top_logprobs == ()
+
+
 def test_max_tokens_cuts_the_reply_and_says_so(tiny_chat):
     reply = tiny_chat.chat("Is a tomato red?", max_tokens=3)
     assert reply.completion_tokens == 3 and reply.finish_reason == "length"

@@ -88,6 +88,15 @@ def test_gbnf_grammar_constrains_the_reply(either_path):
 
 
 @pytest.mark.model
+def test_logprobs_give_the_first_tokens_likeliest_alternatives_the_reply_first(either_path):
+    reply = either_path.chat(QUESTION, max_tokens=1, logprobs=5)
+    tokens, logprobs = zip(*reply.top_logprobs)
+    assert len(tokens) == 5 and list(logprobs) == sorted(logprobs, reverse=True) and logprobs[0] <= 0
+    assert tokens[0] == reply.text  # greedy: the reply is the likeliest first token
+    assert either_path.chat(QUESTION, max_tokens=1).top_logprobs == ()
+
+
+@pytest.mark.model
 @pytest.mark.parametrize("path, message", [("in-process", "llama.cpp refused the request"), ("openai-http", "400")])
 def test_a_broken_grammar_is_a_backend_error(local_chat, openai_chat, path, message):
     chat = local_chat if path == "in-process" else openai_chat

@@ -95,6 +95,14 @@ def test_a_json_schema_goes_as_format_and_the_reply_parses(ollama_standin):
     assert json.loads(reply.text) == {"days": 0}
 
 
+def test_token_probabilities_are_refused_before_any_request_with_what_to_use_instead(ollama_standin):
+    chat = OllamaChat(host=ollama_standin.url)
+    sent = len(ollama_standin.calls("/api/chat"))
+    with pytest.raises(BackendError, match="OpenAI-compatible"):
+        chat.chat("yes or no?", max_tokens=1, logprobs=5)
+    assert len(ollama_standin.calls("/api/chat")) == sent
+
+
 def test_a_grammar_is_refused_before_any_request(ollama_standin):
     chat = OllamaChat(host=ollama_standin.url)
     sent = len(ollama_standin.calls("/api/chat"))

@@ -13,7 +13,8 @@ REQUEST = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tok
 
 def test_a_stored_reply_comes_back_equal(tmp_path):
     cache = ReplyCache(tmp_path)
-    reply = ChatReply("Blue.", "m", prompt_tokens=5, completion_tokens=2, seconds=0.3, finish_reason="stop")
+    reply = ChatReply("Blue.", "m", prompt_tokens=5, completion_tokens=2, seconds=0.3, finish_reason="stop",
+                      top_logprobs=(("Blue", -0.1), ("Red", -2.5)))
     assert cache.get("k") is None
     cache.put("k", reply)
     assert ReplyCache(tmp_path).get("k") == reply

@@ -61,10 +61,11 @@ def test_the_default_evaluation_data_is_in_the_project():
     assert evaldata_dir(environ={}) == BENCHMARKS
 
 
-@pytest.mark.parametrize("job", sorted(specialist_records.JOB_SOURCES))
+@pytest.mark.parametrize("job", sorted([*specialist_records.JOB_SOURCES, *specialist_records.OWN_MODULES]))
 def test_every_file_the_specialists_are_built_from_is_in_the_project(job):
     files = specialist_records.source_files(job, root=evaldata_dir(environ={}))
-    assert set(files) == set(specialist_records.JOB_SOURCES[job])
+    module = specialist_records.OWN_MODULES.get(job)
+    assert set(files) == set(module.SOURCES if module else specialist_records.JOB_SOURCES[job])
     assert all(path.is_file() and path.is_relative_to(BENCHMARKS) for path in files.values())
 
 

@@ -4,8 +4,17 @@ import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.errors import ConfigError, CorpusError, EmptyQueryError, ModelNotFound
-from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMReranker, parse_score, rerank
+from ragkit.errors import BackendError, ConfigError, CorpusError, EmptyQueryError, ModelNotFound
+from ragkit.llm import ChatReply
+from ragkit.rerank import (
+    CrossEncoderReranker,
+    FlagCrossEncoderReranker,
+    LLMReranker,
+    RelevanceJudge,
+    parse_score,
+    rerank,
+    yes_probability,
+)
 from ragkit.reranker_training import (
     TrainingConfig,
     heldout_accuracy,
@@ -50,6 +59,40 @@ def test_llm_reranker_reads_json_scores_and_counts_unreadable_replies():
     assert scorer.score("q", DOCS[:3]).tolist() == [7.0, 0.0, 2.0]
     assert scorer.unreadable == 1
     assert chat.calls[0][1]["json_schema"]["properties"]["score"]["enum"] == list(range(11))
+
+
+def first_tokens(*pairs):
+    return ChatReply(text=pairs[0][0] if pairs else "", model="scripted", top_logprobs=tuple(pairs))
+
+
+def test_the_relevance_judge_scores_p_yes_in_its_own_prompt_and_counts_replies_with_neither_word():
+    chat = ScriptedChat(first_tokens(("Yes", np.log(0.6)), ("No", np.log(0.2)), (" yes", np.log(0.2))),
+                        first_tokens(("no", np.log(0.9)), ("yes", np.log(0.1))), first_tokens(("The", 0.0)))
+    judge = RelevanceJudge(chat)
+    np.testing.assert_allclose(judge.score("sick days?", DOCS[:3]), [0.8, 0.1, 0.5], rtol=1e-6)
+    assert judge.unreadable == 1
+    messages, options = chat.calls[0]
+    assert options == {"max_tokens": 1, "logprobs": RelevanceJudge.TOP}
+    assert messages[-1]["content"] == "Query: sick days?\nPassage: sick rule number 0"
+
+
+def test_the_relevance_judge_refuses_a_backend_without_token_probabilities_and_an_empty_query():
+    with pytest.raises(BackendError, match="no token probabilities"):
+        RelevanceJudge(ScriptedChat("yes")).score("q", DOCS[:1])
+    with pytest.raises(EmptyQueryError):
+        RelevanceJudge(ScriptedChat("yes")).score(" ", DOCS[:1])
+
+
+@pytest.mark.parametrize("pairs, probability", [([("YES", -1.0)], 1.0), ([(" no", -0.1)], 0.0),
+                                                ([("Maybe", -0.1)], None), ([], None)])
+def test_yes_probability_reads_both_words_in_any_case_and_spacing(pairs, probability):
+    assert yes_probability(pairs) == probability
+
+
+@pytest.mark.model
+def test_the_relevance_judge_with_the_real_model_gets_probabilities_from_llama_cpp(local_chat):
+    scores = RelevanceJudge(local_chat).score("How many sick days?", DOCS[:2])
+    assert ((scores >= 0) & (scores <= 1)).all() and len(set(scores.tolist())) == 2
 
 
 @pytest.mark.parametrize("text, score", [('{"score": 10}', 10.0), ("8/10", 8.0), ("score: 3.5", 3.5),

@@ -1,0 +1,158 @@
+"""The relevance judge's training records, from training splits only (data/benchmarks/): a query and one passage ->
+"yes" (it helps answer the query) or "no", every positive beside as many hard negatives of the same query:
+
+- SciFact train claims (qrels/train.tsv): each cited abstract (yes), and as many of BM25's best uncited abstracts
+  (no); the train claims whose text is also a test claim's are left out;
+- HotpotQA train (hotpotqa/train100_hipporag.json, reader/hotpotqa_train_sample.jsonl if present): both
+  supporting paragraphs (yes), and the two of the question's distractors BM25 ranks highest (no); HotpotQA chose
+  those distractors as look-alikes already;
+- StrategyQA train (dev200 left out): one of the question's facts (yes), and BM25's best fact of another question
+  that does not restate it (no).
+
+Negatives come from BM25 alone, not dense search: BM25 ranks the same on every CPU, so the records, and with
+them a build's key and provenance, are byte-identical everywhere. A fixed tenth of the queries is held out.
+A record is {"messages", "answer" (ragkit.finetune's format), "query", "passage": [title, text], "split",
+"source"}. Taught in lessons/09_specialists.ipynb.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+from ragkit import splits
+from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl
+from ragkit.jobs import PASSAGE_CHARS, relevance_messages
+from ragkit.lexical import BM25Index
+from ragkit.reader_records import cut, is_true, listed_field, paragraphs_of
+from ragkit.text import restates, search_tokenize
+
+HELDOUT_PERCENT = 10
+SOURCES = {"scifact_queries": "scifact/queries.jsonl", "scifact_corpus": "scifact/corpus.jsonl",
+           "scifact_train": "scifact/qrels/train.tsv", "scifact_test": "scifact/qrels/test.tsv",
+           "hotpotqa": "hotpotqa/train100_hipporag.json", "hotpotqa_sample": "reader/hotpotqa_train_sample.jsonl",
+           "strategyqa": "strategyqa/strategyqa_train.json", "dev200": "strategyqa/dev200_qids.json",
+           "facts": "strategyqa/facts_corpus.jsonl"}
+OPTIONAL = ("hotpotqa_sample",)
+STRATEGYQA_LIMIT = 800  # questions: enough short facts to learn from, not so many they crowd out the passages
+
+
+def record(query: str, title: str, text: str, relevant: bool, source: str) -> dict:
+    """One training record: the query and passage in the relevance prompt, answer 'yes' or 'no'."""
+    query = " ".join(query.split())
+    return {"messages": relevance_messages(query, title, text), "answer": "yes" if relevant else "no",
+            "query": query, "passage": [title, cut(text, PASSAGE_CHARS)],
+            "split": splits.split_of(query, percent=HELDOUT_PERCENT), "source": source}
+
+
+def ranked_apart(index: BM25Index, query: str, keep_out: set[str], n: int) -> list[Doc]:
+    """BM25's best n documents for the query whose ids are not in keep_out (fewer if fewer share a word with it);
+    a query with fewer negatives than relevant passages is left out, so that yes and no stay equal in number."""
+    hits = index.search(query, k=n + len(keep_out))
+    return [hit.doc for hit in hits if hit.doc.id not in keep_out][:n]
+
+
+# --- SciFact ----------------------------------------------------------------------------------------------
+
+
+def read_qrels(path: Path) -> dict[str, list[str]]:
+    """A BEIR qrels file (query-id, corpus-id, score, with a header) as query id -> relevant doc ids."""
+    relevant: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if float(row["score"]) > 0:
+                relevant.setdefault(row["query-id"], []).append(row["corpus-id"])
+    return relevant
+
+
+def scifact_records(queries: Sequence[dict], corpus: Sequence[dict], train: dict[str, list[str]],
+                    test: dict[str, list[str]]) -> list[dict]:
+    """Each train claim with its cited abstracts (yes) and as many of BM25's best uncited ones (no)."""
+    claims = {str(q["_id"]): q["text"] for q in queries}
+    test_texts = {claims[qid] for qid in test if qid in claims}
+    docs = [Doc(str(d["_id"]), d["text"], title=d.get("title", "")) for d in corpus]
+    by_id, index = {doc.id: doc for doc in docs}, BM25Index(docs, tokenizer=search_tokenize)
+    records = []
+    for qid, cited in train.items():
+        claim, relevant = claims.get(qid), [by_id[d] for d in cited if d in by_id]
+        negatives = ranked_apart(index, claim, set(cited), len(relevant)) if claim else []
+        if claim in test_texts or not relevant or len(negatives) < len(relevant):
+            continue
+        records += [record(claim, doc.title, doc.text, True, f"scifact:{qid}") for doc in relevant]
+        records += [record(claim, doc.title, doc.text, False, f"scifact:{qid}") for doc in negatives]
+    return records
+
+
+# --- HotpotQA ---------------------------------------------------------------------------------------------
+
+
+def hotpotqa_records(items: Sequence[dict]) -> list[dict]:
+    """Both supporting paragraphs (yes) and the two distractors BM25 ranks highest for the question (no)."""
+    records = []
+    for item in items:
+        paragraphs, gold_titles = paragraphs_of(item)
+        others = [Doc(title, text, title=title) for title, text in paragraphs.items() if title not in gold_titles]
+        if not others or not all(title in paragraphs for title in gold_titles):
+            continue
+        question, source = item["question"], f"hotpotqa:{item.get('_id') or item.get('id')}"
+        negatives = ranked_apart(BM25Index(others, tokenizer=search_tokenize), question, set(), len(gold_titles))
+        if len(negatives) < len(gold_titles):
+            continue
+        records += [record(question, title, paragraphs[title], True, source) for title in gold_titles]
+        records += [record(question, doc.title, doc.text, False, source) for doc in negatives]
+    return records
+
+
+# --- StrategyQA -------------------------------------------------------------------------------------------
+
+
+def strategyqa_records(items: Sequence[dict], facts: Sequence[dict], *, exclude: Sequence[str],
+                       limit: int = STRATEGYQA_LIMIT, seed: int = 0) -> list[dict]:
+    """Up to limit train questions (dev200 out; yes and no questions alike): one own fact (yes), and BM25's best
+    fact of another train question that does not restate it (no)."""
+    excluded, rng = set(exclude), random.Random(seed)
+    usable = [s for s in items if s["qid"] not in excluded and listed_field(s["facts"])]
+    by_answer = [[s for s in usable if is_true(s["answer"]) == answer] for answer in (True, False)]
+    chosen = sorted((s for group in by_answer for s in rng.sample(group, min(len(group), limit // 2))),
+                    key=usable.index)
+    index = BM25Index([Doc(f["_id"], f["text"], source=f["qid"]) for f in facts if f["qid"] not in excluded],
+                      tokenizer=search_tokenize)
+    records = []
+    for item in chosen:
+        fact, source = rng.choice(listed_field(item["facts"])), f"strategyqa:{item['qid']}"
+        other = next((hit.doc.text for hit in index.search(item["question"], k=20)
+                      if hit.doc.source != item["qid"] and not restates(hit.doc.text, fact)), None)
+        if other is None:
+            continue
+        records += [record(item["question"], "", fact, True, source),
+                    record(item["question"], "", other, False, source)]
+    return records
+
+
+# --- files and counts -------------------------------------------------------------------------------------
+
+
+def source_files(*, root: str | Path | None = None) -> dict[str, Path]:
+    """The data files the records are built from, by name (each file or its .gz copy); optional ones if present."""
+    return evaldata_files(SOURCES, root=root, what="the relevance judge's records are", optional=OPTIONAL)
+
+
+def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[list[dict], dict]:
+    """Every source's records, and their counts by source, answer and split."""
+    files = source_files(root=root)
+    read = {name: _read(name, path) for name, path in files.items()}
+    records = (scifact_records(read["scifact_queries"], read["scifact_corpus"], read["scifact_train"],
+                               read["scifact_test"])
+               + hotpotqa_records([*read["hotpotqa"], *read.get("hotpotqa_sample", [])])
+               + strategyqa_records(read["strategyqa"], read["facts"], exclude=read["dev200"], seed=seed))
+    counts = Counter((r["source"].split(":")[0], r["answer"], r["split"]) for r in records)
+    return records, {" ".join(key): n for key, n in sorted(counts.items())}
+
+
+def _read(name: str, path: Path):
+    if SOURCES[name].endswith(".tsv"):
+        return read_qrels(path)
+    return read_jsonl(path) if SOURCES[name].endswith(".jsonl") else read_json(path)
