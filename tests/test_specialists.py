@@ -382,8 +382,9 @@ def test_a_committed_specialist_loads_and_meets_its_held_out_metric(job):
     record = specialists.specialist_record(folder)
     heldout = [json.loads(line) for line in (folder / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
     chat = specialists.load_specialist(folder, threads=2)
-    # the reader's records come from three sources in turn, as its build scored them
-    replayed = heldout_sample(heldout, CHECKED_RECORDS) if job == "reader" else heldout[:CHECKED_RECORDS]
+    # the reader's and the relevance judge's records come from three sources in turn, as their builds scored them
+    replayed = (heldout_sample(heldout, CHECKED_RECORDS) if job in ("reader", "relevance")
+                else heldout[:CHECKED_RECORDS])
     scores = specialists.heldout_scores(chat, replayed, job=job)
     metric = {"decomposer": "step_f1", "reader": "f1"}.get(job, "accuracy")
     # a subset of the held-out records, on any CPU: near the recorded score, and clearly above the untrained model
@@ -391,5 +392,5 @@ def test_a_committed_specialist_loads_and_meets_its_held_out_metric(job):
     assert scores[metric] >= record["heldout_untrained"][metric] + 0.1
     if job == "reader":  # copying spans, not only saying yes, no or "not in the passages"
         assert scores["f1[span]"] >= 0.3
-    if job == "answerer":  # always one answer would pass the lines above on a balanced subset: both must be given
+    if job in ("answerer", "relevance"):  # always one answer would pass the lines above on a balanced subset
         assert min(scores["accuracy[yes]"], scores["accuracy[no]"]) >= 0.3
