@@ -160,7 +160,7 @@ class RelevanceJudge:
 
     def __init__(self, chat: ChatModel):
         self.chat, self.name = chat, f"P(yes) relevance ({chat.name})"
-        self.unreadable = 0  # replies whose first-token alternatives hold neither yes nor no, scored 0.5
+        self.unreadable = 0  # replies that ended at once or hold neither yes nor no among their first tokens: 0.5
         self.seconds = 0.0
 
     def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
@@ -171,6 +171,9 @@ class RelevanceJudge:
     def _score_one(self, query: str, doc: Doc) -> float:
         reply = self.chat.chat(relevance_messages(query, doc.title, doc.text), max_tokens=1, logprobs=self.TOP)
         self.seconds += reply.seconds
+        if not reply.top_logprobs and not reply.text:  # it ended at once: no first token, no probabilities
+            self.unreadable += 1
+            return 0.5
         if not reply.top_logprobs:
             raise BackendError(f"{self.chat.name} returned no token probabilities, which the relevance judge "
                                "scores by: use llama.cpp or an OpenAI-compatible endpoint that returns logprobs, "

@@ -79,6 +79,8 @@ def test_the_relevance_judge_scores_p_yes_in_its_own_prompt_and_counts_replies_w
 def test_the_relevance_judge_refuses_a_backend_without_token_probabilities_and_an_empty_query():
     with pytest.raises(BackendError, match="no token probabilities"):
         RelevanceJudge(ScriptedChat("yes")).score("q", DOCS[:1])
+    ended_at_once = RelevanceJudge(ScriptedChat(""))  # an empty reply has no first token to give probabilities of
+    assert ended_at_once.score("q", DOCS[:2]).tolist() == [0.5, 0.5] and ended_at_once.unreadable == 2
     with pytest.raises(EmptyQueryError):
         RelevanceJudge(ScriptedChat("yes")).score(" ", DOCS[:1])
 
