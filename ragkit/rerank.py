@@ -164,25 +164,19 @@ class RelevanceJudge:
         self.seconds = 0.0
 
     def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
-        """P(yes) in [0, 1] for each doc."""
+        """P(yes) in [0, 1] for each doc; 0.5 (counted as unreadable) where a reply gives no probabilities or
+        neither word, as one that ends at once or starts with part of a character does."""
         check_query(query)
-        return np.array([self._score_one(query, doc) for doc in docs], dtype=np.float32)
-
-    def _score_one(self, query: str, doc: Doc) -> float:
-        reply = self.chat.chat(relevance_messages(query, doc.title, doc.text), max_tokens=1, logprobs=self.TOP)
-        self.seconds += reply.seconds
-        if not reply.top_logprobs and not reply.text:  # it ended at once: no first token, no probabilities
-            self.unreadable += 1
-            return 0.5
-        if not reply.top_logprobs:
+        replies = [self.chat.chat(relevance_messages(query, doc.title, doc.text), max_tokens=1, logprobs=self.TOP)
+                   for doc in docs]
+        self.seconds += sum(reply.seconds for reply in replies)
+        if replies and not any(reply.top_logprobs for reply in replies) and any(reply.text for reply in replies):
             raise BackendError(f"{self.chat.name} returned no token probabilities, which the relevance judge "
                                "scores by: use llama.cpp or an OpenAI-compatible endpoint that returns logprobs, "
                                "or the 0-10 LLMReranker")
-        probability = yes_probability(reply.top_logprobs)
-        if probability is None:
-            self.unreadable += 1
-            return 0.5
-        return probability
+        probabilities = [yes_probability(reply.top_logprobs) for reply in replies]
+        self.unreadable += sum(p is None for p in probabilities)
+        return np.array([0.5 if p is None else p for p in probabilities], dtype=np.float32)
 
 
 def yes_probability(top_logprobs: Sequence[Sequence]) -> float | None:

@@ -81,6 +81,9 @@ def test_the_relevance_judge_refuses_a_backend_without_token_probabilities_and_a
         RelevanceJudge(ScriptedChat("yes")).score("q", DOCS[:1])
     ended_at_once = RelevanceJudge(ScriptedChat(""))  # an empty reply has no first token to give probabilities of
     assert ended_at_once.score("q", DOCS[:2]).tolist() == [0.5, 0.5] and ended_at_once.unreadable == 2
+    # llama.cpp gives none for a first token that is part of a character; the other replies still count
+    partial = RelevanceJudge(ScriptedChat(ChatReply("\ufffd", "m"), first_tokens(("yes", 0.0))))
+    assert partial.score("q", DOCS[:2]).tolist() == [0.5, 1.0] and partial.unreadable == 1
     with pytest.raises(EmptyQueryError):
         RelevanceJudge(ScriptedChat("yes")).score(" ", DOCS[:1])
 
