@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ragkit import config
-from ragkit.corpus import Doc, Hit, Question, Search, passage_text, read_jsonl, read_text, stored_file
+from ragkit.corpus import Doc, Hit, Question, Search, passage_text, read_jsonl, read_qrels, stored_file
 from ragkit.errors import CorpusError, EmptyQueryError
 from ragkit.evaluate import Evaluation, format_table
 from ragkit.lexical import BM25Index
@@ -104,24 +104,6 @@ class BeirData:
         return [Question(qid, text, tuple(d for d, g in self.qrels[qid].items() if g > 0),
                          extra={"grades": dict(self.qrels[qid])})
                 for qid, text in self.queries.items() if any(g > 0 for g in self.qrels[qid].values())]
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """A BEIR qrels TSV (header line, then query-id, corpus-id, score) as {query id: {doc id: grade}}."""
-    lines = read_text(path).splitlines()
-    qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        try:
-            qid, doc_id, score = fields
-            qrels.setdefault(qid, {})[doc_id] = int(score)
-        except ValueError:
-            raise CorpusError(f"{path}:{number}: expected query-id<TAB>corpus-id<TAB>integer score") from None
-    if not qrels:
-        raise CorpusError(f"{path} holds no judgements")
-    return qrels
 
 
 def _beir_doc(record: dict, source: str, path: Path, number: int) -> Doc:

@@ -81,6 +81,24 @@ def evaldata_files(sources: dict[str, str], *, root: str | Path | None, what: st
     return {name: path for name, path in files.items() if path.is_file()}
 
 
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """A BEIR qrels TSV (header line, then query-id, corpus-id, score) as {query id: {doc id: grade}}."""
+    lines = read_text(path).splitlines()
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        try:
+            qid, doc_id, score = fields
+            qrels.setdefault(qid, {})[doc_id] = int(score)
+        except ValueError:
+            raise CorpusError(f"{path}:{number}: expected query-id<TAB>corpus-id<TAB>integer score") from None
+    if not qrels:
+        raise CorpusError(f"{path} holds no judgements")
+    return qrels
+
+
 def read_bytes(path: str | Path) -> bytes:
     """A file's bytes, decompressed if it is gzip-compressed (named .gz, or found as path.gz by stored_file)."""
     path = stored_file(path)

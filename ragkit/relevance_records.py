@@ -17,14 +17,13 @@ A record is {"messages", "answer" (ragkit.finetune's format), "query", "passage"
 
 from __future__ import annotations
 
-import csv
 import random
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
 from ragkit import splits
-from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl
+from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl, read_qrels
 from ragkit.jobs import PASSAGE_CHARS, relevance_messages
 from ragkit.lexical import BM25Index
 from ragkit.reader_records import cut, is_true, listed_field, paragraphs_of
@@ -58,25 +57,16 @@ def ranked_apart(index: BM25Index, query: str, keep_out: set[str], n: int) -> li
 # --- SciFact ----------------------------------------------------------------------------------------------
 
 
-def read_qrels(path: Path) -> dict[str, list[str]]:
-    """A BEIR qrels file (query-id, corpus-id, score, with a header) as query id -> relevant doc ids."""
-    relevant: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle, delimiter="\t"):
-            if float(row["score"]) > 0:
-                relevant.setdefault(row["query-id"], []).append(row["corpus-id"])
-    return relevant
-
-
-def scifact_records(queries: Sequence[dict], corpus: Sequence[dict], train: dict[str, list[str]],
-                    test: dict[str, list[str]]) -> list[dict]:
+def scifact_records(queries: Sequence[dict], corpus: Sequence[dict], train: dict[str, dict[str, int]],
+                    test: dict[str, dict[str, int]]) -> list[dict]:
     """Each train claim with its cited abstracts (yes) and as many of BM25's best uncited ones (no)."""
     claims = {str(q["_id"]): q["text"] for q in queries}
     test_texts = {claims[qid] for qid in test if qid in claims}
     docs = [Doc(str(d["_id"]), d["text"], title=d.get("title", "")) for d in corpus]
     by_id, index = {doc.id: doc for doc in docs}, BM25Index(docs, tokenizer=search_tokenize)
     records = []
-    for qid, cited in train.items():
+    for qid, grades in train.items():
+        cited = [doc_id for doc_id, grade in grades.items() if grade > 0]
         claim, relevant = claims.get(qid), [by_id[d] for d in cited if d in by_id]
         negatives = ranked_apart(index, claim, set(cited), len(relevant)) if claim else []
         if claim in test_texts or not relevant or len(negatives) < len(relevant):
