@@ -250,6 +250,18 @@ def mean(values: Iterable[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The chance that a random positive scores above a random negative (ties count half); NaN without both."""
+    if len(scores) != len(labels):
+        raise ValueError(f"{len(scores)} scores for {len(labels)} labels")
+    positives = [s for s, label in zip(scores, labels) if label]
+    negatives = [s for s, label in zip(scores, labels) if not label]
+    if not positives or not negatives:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
 def _means(rows: Sequence[dict], keys: Iterable[str]) -> dict[str, float]:
     """The mean of each key over the rows."""
     return {key: mean(row[key] for row in rows) for key in keys}

@@ -6,8 +6,11 @@
 - HotpotQA train (hotpotqa/train100_hipporag.json, reader/hotpotqa_train_sample.jsonl if present): both
   supporting paragraphs (yes), and the two of the question's distractors BM25 ranks highest (no); HotpotQA chose
   those distractors as look-alikes already;
+- SQuAD v1.1 train (reader/squad_train_sample.jsonl, a sample of its questions): the window of sentences that holds
+  the answer (yes), and BM25's best window of another paragraph of the same article that does not (no): same title,
+  same topic, so only the content tells them apart;
 - StrategyQA train (dev200 left out): one of the question's facts (yes), and BM25's best fact of another question
-  that does not restate it (no).
+  that does not restate it (no). These negatives are the easiest of the four, so it gives the fewest questions.
 
 Negatives come from BM25 alone, not dense search: BM25 ranks the same on every CPU, so the records, and with
 them a build's key and provenance, are byte-identical everywhere. A fixed tenth of the queries is held out.
@@ -26,17 +29,19 @@ from ragkit import splits
 from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl, read_qrels
 from ragkit.jobs import PASSAGE_CHARS, relevance_messages
 from ragkit.lexical import BM25Index
-from ragkit.reader_records import cut, is_true, listed_field, paragraphs_of
+from ragkit.reader_records import cut, is_true, listed_field, paragraphs_of, windows
 from ragkit.text import restates, search_tokenize
 
 HELDOUT_PERCENT = 10
 SOURCES = {"scifact_queries": "scifact/queries.jsonl", "scifact_corpus": "scifact/corpus.jsonl",
            "scifact_train": "scifact/qrels/train.tsv", "scifact_test": "scifact/qrels/test.tsv",
            "hotpotqa": "hotpotqa/train100_hipporag.json", "hotpotqa_sample": "reader/hotpotqa_train_sample.jsonl",
-           "strategyqa": "strategyqa/strategyqa_train.json", "dev200": "strategyqa/dev200_qids.json",
+           "squad": "reader/squad_train_sample.jsonl", "strategyqa": "strategyqa/strategyqa_train.json",
+           "dev200": "strategyqa/dev200_qids.json",
            "facts": "strategyqa/facts_corpus.jsonl"}
 OPTIONAL = ("hotpotqa_sample",)
-STRATEGYQA_LIMIT = 800  # questions: enough short facts to learn from, not so many they crowd out the passages
+STRATEGYQA_LIMIT = 300  # questions: their negatives are easy; enough to learn short facts, not to crowd out the rest
+SQUAD_LIMIT = 700  # questions: as many as HotpotQA gives, so no source outweighs the others
 
 
 def record(query: str, title: str, text: str, relevant: bool, source: str) -> dict:
@@ -96,6 +101,33 @@ def hotpotqa_records(items: Sequence[dict]) -> list[dict]:
     return records
 
 
+# --- SQuAD ------------------------------------------------------------------------------------------------
+
+
+def squad_records(items: Sequence[dict], *, limit: int = SQUAD_LIMIT, seed: int = 0) -> list[dict]:
+    """Up to limit sampled train questions: the window holding the answer (yes), and BM25's best window of another
+    paragraph of the same article without the answer (no)."""
+    chosen = random.Random(seed).sample(list(items), min(len(items), limit))
+    by_title: dict[str, list[dict]] = {}
+    for item in items:
+        by_title.setdefault(item["title"], []).append(item)
+    records = []
+    for item in sorted(chosen, key=lambda item: item["id"]):
+        title, answer = item["title"].replace("_", " "), item["answers"][0]["text"]
+        gold = next((window for _, window in windows(item["context"]) if answer in window), None)
+        others = [Doc(f"{other['id']}#{start}", window, title=title) for other in by_title[item["title"]]
+                  if other["context"] != item["context"] for start, window in windows(other["context"])
+                  if answer not in window]
+        index = BM25Index(others, tokenizer=search_tokenize) if others else None
+        negative = ranked_apart(index, item["question"], set(), 1) if index else []
+        if gold is None or not negative:
+            continue
+        source = f"squad:{item['id']}"
+        records += [record(item["question"], title, gold, True, source),
+                    record(item["question"], title, negative[0].text, False, source)]
+    return records
+
+
 # --- StrategyQA -------------------------------------------------------------------------------------------
 
 
@@ -137,6 +169,7 @@ def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[lis
     records = (scifact_records(read["scifact_queries"], read["scifact_corpus"], read["scifact_train"],
                                read["scifact_test"])
                + hotpotqa_records([*read["hotpotqa"], *read.get("hotpotqa_sample", [])])
+               + squad_records(read["squad"], seed=seed)
                + strategyqa_records(read["strategyqa"], read["facts"], exclude=read["dev200"], seed=seed))
     counts = Counter((r["source"].split(":")[0], r["answer"], r["split"]) for r in records)
     return records, {" ".join(key): n for key, n in sorted(counts.items())}

@@ -9,8 +9,8 @@ public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a has
   among retrieved look-alikes (supports) or only the look-alikes (unrelated), SciFact claims with their
   rationale sentences (SUPPORT, CONTRADICT) or another claim's (unrelated).
 - reader: ragkit.reader_records (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no);
-- relevance: ragkit.relevance_records (SciFact train claims, HotpotQA train questions and StrategyQA train questions,
-  each with relevant passages and as many BM25-hard negatives: "yes" / "no").
+- relevance: ragkit.relevance_records (SciFact train claims, HotpotQA, SQuAD and StrategyQA train questions, each
+  with relevant passages and as many BM25-hard negatives: "yes" / "no").
 StrategyQA's fixed dev200 questions never enter any training set. Taught in lessons/09_specialists.ipynb.
 """
 

@@ -29,6 +29,7 @@ from ragkit.evaluate import (
     precision_at_k,
     recall_at_k,
     reciprocal_rank,
+    roc_auc,
     supporting_evidence_recall,
     table_rows,
     token_f1,
@@ -477,3 +478,11 @@ def test_contains_gold_takes_whole_words_of_any_alias():
     assert contains_gold("", "yes") == 0.0
     with pytest.raises(ValueError):
         contains_gold("x", [])
+
+
+def test_roc_auc_is_the_share_of_positive_negative_pairs_ranked_right_ties_counting_half():
+    assert roc_auc([0.9, 0.2, 0.5, 0.5], [True, False, True, False]) == pytest.approx((1 + 1 + 1 + 0.5) / 4)
+    assert roc_auc([0.1, 0.9], [True, False]) == 0.0
+    assert math.isnan(roc_auc([0.3], [True]))  # no negative to rank against
+    with pytest.raises(ValueError, match="2 scores for 1 labels"):
+        roc_auc([0.1, 0.2], [True])

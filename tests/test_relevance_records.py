@@ -17,6 +17,15 @@ PARAGRAPHS = [["Paris", ["Paris is the capital of France."]], ["Seine", ["The Se
               ["Lyon", ["Lyon is a city in France."]], ["Rhone", ["The Rhone flows through Lyon."]],
               ["Berlin", ["Berlin is in Germany."]]]
 
+SQUAD = [{"id": f"squad1.1-train/Nile/{i}/0", "question": question, "title": "Nile", "context": context,
+          "answers": [{"text": answer, "answer_start": context.find(answer), "occurrences": 1}]}
+         for i, (question, context, answer) in enumerate((
+             ("How long is the Nile?", "The Nile is 6,650 km long. It flows north.", "6,650 km"),
+             ("Where does the Nile end?", "The Nile ends in the Mediterranean. Its delta is long.", "Mediterranean"),
+             ("Who built dams on the Nile?", "Egypt built the Aswan dams on the Nile.", "Egypt"),
+             ("What crosses the Nile?", "Bridges cross the Nile in Cairo.", "Bridges"),
+             ("What lives in the Nile?", "Crocodiles live in the Nile.", "Crocodiles")))]
+
 
 def write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,6 +55,7 @@ def write_training_data(root):
     write(root / "strategyqa/dev200_qids.json", json.dumps(["dev"]))
     facts = [{"_id": f"{s['qid']}_f0", "qid": s["qid"], "text": s["facts"][0]} for s in train]
     write(root / "strategyqa/facts_corpus.jsonl", jsonl(facts))
+    write(root / "reader/squad_train_sample.jsonl", jsonl(SQUAD))
     return root
 
 
@@ -63,6 +73,15 @@ def test_each_relevant_passage_comes_with_as_many_bm25_hard_negatives_of_the_sam
     assert negative in ("Dogs bark loudly at cats.", "Cats cannot fly at all.")
     assert by_source(records, "scifact:2") == set()  # no uncited abstract shares a word with it: left out
     assert sum(n for key, n in counts.items() if " yes " in key) == sum(n for key, n in counts.items() if " no " in key)
+
+
+def test_a_squad_question_gets_its_answer_window_and_another_paragraph_of_the_article(tmp_path):
+    records, _ = build_records(root=write_training_data(tmp_path))
+    pairs = {(r["passage"][1], r["answer"]) for r in records if r["query"] == "How long is the Nile?"}
+    # the same title on both sides: only the content tells them apart; the negative never holds the answer
+    assert ("The Nile is 6,650 km long. It flows north.", "yes") in pairs and len(pairs) == 2
+    assert all(r["passage"][0] == "Nile" for r in records if r["source"].startswith("squad:"))
+    assert not any("6,650" in text for text, answer in pairs if answer == "no")
 
 
 def test_test_claims_and_dev200_questions_never_become_training_records(tmp_path):

@@ -3,6 +3,7 @@ replies, scores, prompts put into a job's format, where specialists are found, a
 
 import gzip
 import json
+import math
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from ragkit.errors import ConfigError, CorpusError, ModelNotFound
 from ragkit.finetune import FineTuneConfig
 from ragkit.jobs import MAX_STEPS, SYSTEMS, numbered, parse_decomposition, parse_label, parse_yes_no
 from ragkit.lexical import BM25Index
+from ragkit.llm import ChatReply
 from ragkit.specialist_records import (
     answerer_records,
     balance,
@@ -210,6 +212,14 @@ def test_evaluate_runs_a_chat_model_on_the_records():
     assert specialists.heldout_scores(ScriptedChat("Yes.", "yes"), records, job="answerer")["accuracy"] == 0.5
 
 
+def test_the_relevance_judge_is_also_scored_by_how_its_p_yes_ranks_relevant_passages_first():
+    records = [{"messages": [{"role": "user", "content": "Q?"}], "answer": a} for a in ("yes", "no", "yes")]
+    replies = [ChatReply("no", "scripted", top_logprobs=(("no", math.log(p_no)), ("yes", math.log(1 - p_no))))
+               for p_no in (0.6, 0.9, 0.55)]  # says "no" every time, yet ranks both relevant passages first
+    scores = specialists.heldout_scores(ScriptedChat(*replies), records, job="relevance")
+    assert scores["accuracy[yes]"] == 0.0 and scores["auc"] == 1.0
+
+
 # --- a specialist as a chat model ---------------------------------------------------------------------------
 
 
@@ -386,11 +396,12 @@ def test_a_committed_specialist_loads_and_meets_its_held_out_metric(job):
     replayed = (heldout_sample(heldout, CHECKED_RECORDS) if job in ("reader", "relevance")
                 else heldout[:CHECKED_RECORDS])
     scores = specialists.heldout_scores(chat, replayed, job=job)
-    metric = {"decomposer": "step_f1", "reader": "f1"}.get(job, "accuracy")
+    # the relevance judge reranks by P(yes), so it is held to how it ranks, not to which word it says
+    metric = {"decomposer": "step_f1", "reader": "f1", "relevance": "auc"}.get(job, "accuracy")
     # a subset of the held-out records, on any CPU: near the recorded score, and clearly above the untrained model
     assert scores[metric] >= record["heldout"][metric] - 0.1
     assert scores[metric] >= record["heldout_untrained"][metric] + 0.1
     if job == "reader":  # copying spans, not only saying yes, no or "not in the passages"
         assert scores["f1[span]"] >= 0.3
-    if job in ("answerer", "relevance"):  # always one answer would pass the lines above on a balanced subset
+    if job == "answerer":  # always one answer would pass the lines above on a balanced subset
         assert min(scores["accuracy[yes]"], scores["accuracy[no]"]) >= 0.3
