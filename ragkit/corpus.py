@@ -81,6 +81,14 @@ def evaldata_files(sources: dict[str, str], *, root: str | Path | None, what: st
     return {name: path for name, path in files.items() if path.is_file()}
 
 
+def read_evaldata(path: str | Path):
+    """An evaluation-data file by its kind: BEIR qrels (.tsv), JSON lines (.jsonl) or JSON (any of them .gz)."""
+    name = Path(path).name.removesuffix(".gz")
+    if name.endswith(".tsv"):
+        return read_qrels(path)
+    return read_jsonl(path) if name.endswith(".jsonl") else read_json(path)
+
+
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """A BEIR qrels TSV (header line, then query-id, corpus-id, score) as {query id: {doc id: grade}}."""
     lines = read_text(path).splitlines()

@@ -17,6 +17,7 @@ MAX_STEPS = 4
 EVIDENCE_CHARS = 400  # as RwR's evidence excerpts (rwr(max_chars=400))
 PASSAGE_CHARS = 600  # a reader's passage is cut here, in training and in use
 LABELS = ("supports", "contradicts", "unrelated")
+REWRITE_FORMS = ("keywords", "questions")  # seed 001's keyword query for BM25, seed 003's JSON search questions
 SYSTEMS = {
     "decomposer": f"Split the question into at most {MAX_STEPS} sub-questions. Refer to earlier answers as #1, #2.",
     "answerer": "Answer the question with yes or no, using the facts.",
@@ -24,6 +25,8 @@ SYSTEMS = {
     "reader": ("Answer the question with a short span copied from the passages, or yes, or no, or "
                f"'{NOT_IN_PASSAGES}'."),
     "relevance": "Does the passage help answer the query? Reply yes or no.",
+    "rewriter": ("Rewrite the search query in its own language, accents restored. After 'keywords:' reply with a "
+                 "keyword query; after 'questions:' reply with JSON {\"questions\": [...]}."),
 }
 STEP_REFERENCE = re.compile(r"#\s*(\d+)")  # how a decomposer step refers to an earlier answer: #1, #2
 
@@ -54,6 +57,13 @@ def reader_messages(question: str, passages: Sequence[Sequence[str]]) -> list[di
     lines = "\n".join(f"[{i}] {shorten(passage_body(title, text), PASSAGE_CHARS)}"
                       for i, (title, text) in enumerate(passages, start=1))
     return job_messages("reader", f"Passages:\n{lines}\n\nQuestion: {' '.join(question.split())}")
+
+
+def rewriter_messages(form: str, query: str) -> list[dict]:
+    """The rewriter's prompt: 'keywords: …' (a keyword query for BM25) or 'questions: …' (search questions)."""
+    if form not in REWRITE_FORMS:
+        raise ValueError(f"form must be one of {', '.join(REWRITE_FORMS)}, got {form!r}")
+    return job_messages("rewriter", f"{form}: {' '.join(query.split())}")
 
 
 def relevance_messages(query: str, title: str, text: str) -> list[dict]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ragkit import splits
-from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl, read_qrels
+from ragkit.corpus import Doc, evaldata_files, read_evaldata
 from ragkit.jobs import PASSAGE_CHARS, relevance_messages
 from ragkit.lexical import BM25Index
 from ragkit.reader_records import cut, is_true, listed_field, paragraphs_of, windows
@@ -165,7 +165,7 @@ def source_files(*, root: str | Path | None = None) -> dict[str, Path]:
 def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[list[dict], dict]:
     """Every source's records, and their counts by source, answer and split."""
     files = source_files(root=root)
-    read = {name: _read(name, path) for name, path in files.items()}
+    read = {name: read_evaldata(path) for name, path in files.items()}
     records = (scifact_records(read["scifact_queries"], read["scifact_corpus"], read["scifact_train"],
                                read["scifact_test"])
                + hotpotqa_records([*read["hotpotqa"], *read.get("hotpotqa_sample", [])])
@@ -173,9 +173,3 @@ def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[lis
                + strategyqa_records(read["strategyqa"], read["facts"], exclude=read["dev200"], seed=seed))
     counts = Counter((r["source"].split(":")[0], r["answer"], r["split"]) for r in records)
     return records, {" ".join(key): n for key, n in sorted(counts.items())}
-
-
-def _read(name: str, path: Path):
-    if SOURCES[name].endswith(".tsv"):
-        return read_qrels(path)
-    return read_jsonl(path) if SOURCES[name].endswith(".jsonl") else read_json(path)

@@ -1,0 +1,302 @@
+"""The rewriter's training data by rejection sampling: nobody labelled "a better query", so the retriever labels it.
+
+For training questions whose relevant documents are known (SciFact train claims, StrategyQA train questions with
+their facts, HotpotQA train questions with their supporting paragraphs; never dev200, never a benchmark's test
+questions, never the course's handbook), the chat model writes several rewrites in each of the two forms the course
+uses, a keyword query for BM25 (seed 001) and a JSON list of search questions fused with the original (seed 003),
+and a rule adds the query's content words alone. Each candidate is searched with BM25 and with dense search; it
+is kept only if it ranks the relevant documents higher than the original query did (mean reciprocal rank over the
+two retrievers), and the best kept one per question and form becomes the training answer. Queries typed without
+diacritics are a third kind: text that has them (not the handbook) with them stripped, answered by the text itself.
+Taught in lessons/09_specialists.ipynb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from ragkit import models, relevance_records, splits
+from ragkit.config import evaldata_dir
+from ragkit.corpus import Doc, Hit, check_query, evaldata_files, read_evaldata, read_jsonl
+from ragkit.dense import DenseIndex
+from ragkit.evaluate import mean, reciprocal_rank
+from ragkit.fusion import reciprocal_rank_fusion
+from ragkit.jobs import REWRITE_FORMS, rewriter_messages
+from ragkit.lexical import BM25Index
+from ragkit.llm import ChatModel
+from ragkit.reader_records import cut, paragraphs_of
+from ragkit.replies import clean_item
+from ragkit.rewrite import MAX_QUERIES, MULTI_QUERY_PROMPT, parse_questions, questions_schema
+from ragkit.text import fold_diacritics, search_tokenize
+from ragkit.voting import seeded
+
+HELDOUT_PERCENT = 10
+DEPTH = 10  # a candidate is scored by the reciprocal rank of the first relevant document in its top 10 (MRR@10)
+KEYWORD_PROMPT = [
+    {"role": "system", "content": "Turn the query into a short keyword search query in the same language. "
+                                  "Reply with the keywords only."},
+    {"role": "user", "content": "can I expense a taxi to the airport"},
+    {"role": "assistant", "content": "taxi airport expense reimbursement"},
+]
+
+Search = Callable[[str, int], Sequence[Hit]]  # (query, k) -> ranked hits
+
+
+@dataclass(frozen=True)
+class Task:
+    """A training query, the ids of the documents it should find, and the corpus they are in."""
+
+    id: str
+    query: str
+    relevant: tuple[str, ...]
+    corpus: str
+
+
+def content_words(query: str) -> str:
+    """The rule-made keyword query: the query's words that BM25 keeps (stop words and punctuation dropped)."""
+    words = [word.strip(".,;:!?\"'()") for word in query.split()]
+    return " ".join(word for word in words if word and search_tokenize(word))
+
+
+def sample_keywords(chat: ChatModel, query: str, *, n: int, temperature: float = 0.8) -> list[str]:
+    """n keyword queries sampled from the chat model (its seed moved for each), empty replies dropped."""
+    prompt = KEYWORD_PROMPT + [{"role": "user", "content": check_query(query)}]
+    return [text for text in (clean_item(reply.text) for reply in _samples(chat, prompt, n, temperature, 32)) if text]
+
+
+def sample_questions(chat: ChatModel, query: str, *, n: int, temperature: float = 0.8) -> list[list[str]]:
+    """n lists of search questions sampled from the chat model in seed 003's JSON prompt; unreadable ones dropped."""
+    system = MULTI_QUERY_PROMPT[0]["content"].format(n=MAX_QUERIES)
+    prompt = [{"role": "system", "content": system}, *MULTI_QUERY_PROMPT[1:],
+              {"role": "user", "content": check_query(query)}]
+    replies = _samples(chat, prompt, n, temperature, 150, json_schema=questions_schema())
+    return [questions for questions in (parse_questions(reply.text)[0] for reply in replies) if questions]
+
+
+def _samples(chat: ChatModel, prompt: list[dict], n: int, temperature: float, max_tokens: int, **options) -> list:
+    first = getattr(chat, "seed", 0) or 0
+    replies = []
+    for offset in range(n):
+        with seeded(chat, first + offset):
+            replies.append(chat.chat(prompt, max_tokens=max_tokens, temperature=temperature, **options))
+    return replies
+
+
+def fused_ranking(queries: Sequence[str], search: Search, *, depth: int = DEPTH) -> list[str]:
+    """The ids of the top depth documents: one query's search, or several queries' searches fused by RRF."""
+    rankings = [list(search(query, depth)) for query in queries]
+    ranked = rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings, limit=depth)
+    return [hit.id for hit in ranked[:depth]]
+
+
+def searched_queries(form: str, original: str, candidate: str | Sequence[str]) -> list[str]:
+    """What a candidate searches with: a keyword query alone; a question list with the original, as multi_query."""
+    rewriter_messages(form, original)  # refuses an unknown form
+    return [candidate] if form == "keywords" else [original, *candidate]
+
+
+def score(task: Task, form: str, candidate: str | Sequence[str], searches: dict[str, Search]) -> dict[str, float]:
+    """The candidate's reciprocal rank under each named search."""
+    queries = searched_queries(form, task.query, candidate)
+    return {name: reciprocal_rank(fused_ranking(queries, search), task.relevant) for name, search in searches.items()}
+
+
+def judged(task: Task, form: str, candidates: Sequence, searches: dict[str, Search]) -> dict:
+    """The original's reciprocal ranks and each candidate's, with its gain over the original (mean over searches)."""
+    original = score(task, "keywords", task.query, searches)  # the original query searched alone
+    rows = []
+    for candidate, origin in candidates:
+        ranks = score(task, form, candidate, searches)
+        rows.append({"rewrite": candidate, "origin": origin, "rr": ranks,
+                     "gain": mean(ranks[name] - original[name] for name in searches)})
+    return {"id": task.id, "query": task.query, "form": form, "original_rr": original, "candidates": rows}
+
+
+def kept(judgement: dict) -> dict | None:
+    """The candidate with the largest gain if it beats the original (gain > 0; the shortest among equals), else None."""
+    winners = [row for row in judgement["candidates"] if row["gain"] > 0]
+    return max(winners, key=lambda row: (row["gain"], -len(json.dumps(row["rewrite"], ensure_ascii=False))),
+               default=None)
+
+
+def stripped(text: str) -> str:
+    """The text as typed without diacritics (lowercased, as such queries are), for the restoration records."""
+    return fold_diacritics(text).lower()
+
+
+# --- training queries with known relevant documents ---------------------------------------------------------
+
+
+def scifact_tasks(queries: Sequence[dict], train: dict[str, dict[str, int]],
+                  test: dict[str, dict[str, int]]) -> list[Task]:
+    """SciFact train claims and their cited abstracts (corpus 'scifact'); a claim whose text is a test claim's out."""
+    claims = {str(q["_id"]): " ".join(q["text"].split()) for q in queries}
+    test_texts = {claims[qid] for qid in test if qid in claims}
+    return [Task(f"scifact:{qid}", claims[qid], tuple(d for d, grade in grades.items() if grade > 0), "scifact")
+            for qid, grades in train.items()
+            if qid in claims and claims[qid] not in test_texts and any(g > 0 for g in grades.values())]
+
+
+def strategyqa_tasks(items: Sequence[dict], facts: Sequence[dict], *, exclude: Sequence[str]) -> list[Task]:
+    """StrategyQA train questions (dev200 out) and their own facts in the facts corpus (corpus 'strategyqa')."""
+    excluded, own = set(exclude), {}
+    for fact in facts:
+        own.setdefault(fact["qid"], []).append(fact["_id"])
+    return [Task(f"strategyqa:{s['qid']}", " ".join(s["question"].split()), tuple(own[s["qid"]]), "strategyqa")
+            for s in items if s["qid"] not in excluded and own.get(s["qid"])]
+
+
+def hotpotqa_tasks(items: Sequence[dict]) -> list[Task]:
+    """HotpotQA train questions and their supporting paragraphs (by title) in the pool of every item's paragraphs
+    (corpus 'hotpotqa')."""
+    tasks = []
+    for item in items:
+        paragraphs, gold = paragraphs_of(item)
+        if gold and all(title in paragraphs for title in gold):
+            tasks.append(Task(f"hotpotqa:{item.get('_id') or item.get('id')}", " ".join(item["question"].split()),
+                              tuple(gold), "hotpotqa"))
+    return tasks
+
+
+def hotpotqa_pool(items: Sequence[dict]) -> list[Doc]:
+    """Every paragraph of the items once, by title: the corpus the HotpotQA tasks are searched in."""
+    pool: dict[str, Doc] = {}
+    for item in items:
+        for title, text in paragraphs_of(item)[0].items():
+            pool.setdefault(title, Doc(title, text, title=title))
+    return list(pool.values())
+
+
+# --- records ------------------------------------------------------------------------------------------------
+
+
+def rewrite_answer(form: str, rewrite: str | Sequence[str]) -> str:
+    """The training answer: the keyword query, or the questions as seed 003's JSON."""
+    return rewrite if form == "keywords" else json.dumps({"questions": list(rewrite)}, ensure_ascii=False)
+
+
+def rewrite_records(judgements: Sequence[dict]) -> tuple[list[dict], dict]:
+    """One record per judged query and form whose best candidate beat the original, and what was kept and why."""
+    records, counts = [], Counter()
+    for judgement in judgements:
+        best, form = kept(judgement), judgement["form"]
+        counts[f"{form} judged"] += 1
+        if best is None:
+            continue
+        counts[f"{form} kept ({best['origin']})"] += 1
+        records.append({"messages": rewriter_messages(form, judgement["query"]),
+                        "answer": rewrite_answer(form, best["rewrite"]), "form": form, "source": judgement["id"],
+                        "gain": best["gain"], "split": split_of(judgement["query"])})
+    return records, dict(sorted(counts.items()))
+
+
+def restoration_records(texts: Sequence[str], *, source: str) -> list[dict]:
+    """A text typed without its diacritics -> the text (keyword form): restoring them is part of the rewrite."""
+    return [{"messages": rewriter_messages("keywords", stripped(text)), "answer": text, "form": "keywords",
+             "source": f"{source}:{number}", "gain": None, "split": split_of(text)}
+            for number, text in enumerate(" ".join(t.split()) for t in texts) if stripped(text) != text.lower()]
+
+
+def split_of(query: str) -> str:
+    """'heldout' for a fixed tenth of the queries, else 'train'."""
+    return splits.split_of(query, percent=HELDOUT_PERCENT)
+
+
+# --- sampling and judging -------------------------------------------------------------------------------------
+
+
+def candidates(chat: ChatModel, query: str, form: str, *, samples: int) -> list[tuple]:
+    """The sampled rewrites of one form (and, for keywords, the rule-made one), each once, none equal to the query."""
+    if form == "keywords":
+        found = [(text, "sampled") for text in sample_keywords(chat, query, n=samples)]
+        found.append((content_words(query), "rule"))
+    else:
+        found = [(questions, "sampled") for questions in sample_questions(chat, query, n=samples)]
+    seen, unique = {json.dumps(query, ensure_ascii=False).casefold()}, []
+    for rewrite, origin in found:
+        key = json.dumps(rewrite, ensure_ascii=False).casefold()
+        if rewrite and key not in seen:
+            seen.add(key)
+            unique.append((rewrite, origin))
+    return unique
+
+
+def judge_tasks(tasks: Sequence[Task], chat: ChatModel, searches: dict[str, dict[str, Search]], *,
+                samples: int) -> Iterator[dict]:
+    """Each task's candidates in both forms, judged by the searches of its corpus."""
+    for task in tasks:
+        for form in REWRITE_FORMS:
+            yield judged(task, form, candidates(chat, task.query, form, samples=samples), searches[task.corpus])
+
+
+def corpus_searches(docs: Sequence[Doc]) -> dict[str, Search]:
+    """BM25 (lesson 01's best tokenizer) and dense search (the course embedder) over the docs."""
+    bm25 = BM25Index(docs, tokenizer=search_tokenize)
+    dense = DenseIndex(docs)
+    return {"bm25": lambda query, k: bm25.search(query, k=k), "dense": lambda query, k: dense.search(query, k=k)}
+
+
+# --- the sampling run (python -m ragkit.rewriter_records) ---------------------------------------------------
+
+SOURCES = {name: path for name, path in relevance_records.SOURCES.items() if name != "squad"}  # the same sets
+
+
+def training_tasks(read: dict, *, per_source: int, seed: int = 0) -> tuple[list[Task], dict[str, list[Doc]]]:
+    """A seeded sample of per_source queries from each training set, and each set's corpus (SciFact's abstracts
+    cut as a reader's passages are, so that encoding them takes minutes, not an hour; dev200's facts left out)."""
+    hotpot_items = [*read["hotpotqa"], *read.get("hotpotqa_sample", [])]
+    excluded = set(read["dev200"])
+    by_source = {"scifact": scifact_tasks(read["scifact_queries"], read["scifact_train"], read["scifact_test"]),
+                 "strategyqa": strategyqa_tasks(read["strategyqa"], read["facts"], exclude=excluded),
+                 "hotpotqa": hotpotqa_tasks(hotpot_items)}
+    rng = random.Random(seed)
+    tasks = [task for found in by_source.values() for task in rng.sample(found, min(per_source, len(found)))]
+    corpora = {"scifact": [Doc(str(d["_id"]), cut(d["text"]), title=d.get("title", ""))
+                           for d in read["scifact_corpus"]],
+               "strategyqa": [Doc(f["_id"], f["text"]) for f in read["facts"] if f["qid"] not in excluded],
+               "hotpotqa": hotpotqa_pool(hotpot_items)}
+    return tasks, corpora
+
+
+def write_judgements(path: Path, tasks: Sequence[Task], chat: ChatModel, corpora: dict[str, list[Doc]], *,
+                     samples: int, searches_of: Callable[[list[Doc]], dict[str, Search]] = corpus_searches) -> int:
+    """Judge the tasks not yet in path (a run stopped halfway goes on where it stopped), appending one JSON line
+    each to the gzip file; returns how many were added."""
+    done = {(row["id"], row["form"]) for row in read_jsonl(path)} if path.is_file() else set()
+    todo = [task for task in tasks if any((task.id, form) not in done for form in REWRITE_FORMS)]
+    searches = {name: searches_of(docs) for name, docs in corpora.items() if any(t.corpus == name for t in todo)}
+    added = 0
+    with gzip.open(path, "at", encoding="utf-8") as out:
+        for judgement in judge_tasks(todo, chat, searches, samples=samples):
+            if (judgement["id"], judgement["form"]) not in done:
+                out.write(json.dumps(judgement, ensure_ascii=False) + "\n")
+                out.flush()
+                added += 1
+    return added
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=evaldata_dir() / "rewriter" / "judgements.jsonl.gz")
+    parser.add_argument("--per-source", type=int, default=300, help="queries sampled from each training set")
+    parser.add_argument("--samples", type=int, default=3, help="rewrites sampled per query and form")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    files = evaldata_files(SOURCES, root=None, what="the rewriter's judgements are", optional=("hotpotqa_sample",))
+    read = {name: read_evaldata(path) for name, path in files.items() if path.is_file()}
+    tasks, corpora = training_tasks(read, per_source=args.per_source, seed=args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    added = write_judgements(args.out, tasks, models.chat_model(), corpora, samples=args.samples)
+    print(f"{added} judgements added to {args.out} ({len(tasks)} queries, {len(REWRITE_FORMS)} forms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
