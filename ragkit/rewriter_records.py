@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Sequence
 
 from ragkit import models, relevance_records, splits
 from ragkit.config import evaldata_dir
-from ragkit.corpus import Doc, Hit, check_query, evaldata_files, read_evaldata, read_jsonl
+from ragkit.corpus import Doc, Search, check_query, evaldata_files, read_evaldata, read_jsonl
 from ragkit.dense import DenseIndex
 from ragkit.evaluate import mean, reciprocal_rank
 from ragkit.fusion import reciprocal_rank_fusion
@@ -45,9 +45,6 @@ KEYWORD_PROMPT = [
     {"role": "user", "content": "can I expense a taxi to the airport"},
     {"role": "assistant", "content": "taxi airport expense reimbursement"},
 ]
-
-Search = Callable[[str, int], Sequence[Hit]]  # (query, k) -> ranked hits
-
 
 @dataclass(frozen=True)
 class Task:
@@ -91,7 +88,7 @@ def _samples(chat: ChatModel, prompt: list[dict], n: int, temperature: float, ma
 
 def fused_ranking(queries: Sequence[str], search: Search, *, depth: int = DEPTH) -> list[str]:
     """The ids of the top depth documents: one query's search, or several queries' searches fused by RRF."""
-    rankings = [list(search(query, depth)) for query in queries]
+    rankings = [list(search(query, k=depth)) for query in queries]
     ranked = rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings, limit=depth)
     return [hit.id for hit in ranked[:depth]]
 
@@ -238,9 +235,7 @@ def judge_tasks(tasks: Sequence[Task], chat: ChatModel, searches: dict[str, dict
 
 def corpus_searches(docs: Sequence[Doc]) -> dict[str, Search]:
     """BM25 (lesson 01's best tokenizer) and dense search (the course embedder) over the docs."""
-    bm25 = BM25Index(docs, tokenizer=search_tokenize)
-    dense = DenseIndex(docs)
-    return {"bm25": lambda query, k: bm25.search(query, k=k), "dense": lambda query, k: dense.search(query, k=k)}
+    return {"bm25": BM25Index(docs, tokenizer=search_tokenize).search, "dense": DenseIndex(docs).search}
 
 
 # --- the sampling run (python -m ragkit.rewriter_records) ---------------------------------------------------

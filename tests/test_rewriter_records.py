@@ -37,7 +37,7 @@ class SeededChat(ScriptedChat):
 
 def ranked_search(rankings):
     """A search that returns the given id ranking for each query (a default one for any other query)."""
-    def search(query, k):
+    def search(query, *, k):
         return [Hit(Doc(doc_id, doc_id), 1.0) for doc_id in rankings.get(query, ["x1", "x2", "x3"])][:k]
     return search
 
