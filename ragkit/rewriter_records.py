@@ -295,3 +295,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# --- the records a build trains on ----------------------------------------------------------------------------
+
+RECORD_SOURCES = {"judgements": "rewriter/judgements.jsonl", "vietnamese": "rewriter/xquad_vi_questions.jsonl"}
+
+
+def build_records(*, root: str | Path | None = None) -> tuple[list[dict], dict]:
+    """The kept rewrites of a sampling run's judgements and the diacritics restorations, with their counts."""
+    files = evaldata_files(RECORD_SOURCES, root=root, what="the rewriter's records are")
+    records, counts = rewrite_records(read_jsonl(files["judgements"]))
+    restorations = restoration_records([q["question"] for q in read_jsonl(files["vietnamese"])], source="xquad-vi")
+    counts["keywords restored (xquad-vi)"] = len(restorations)
+    return records + restorations, counts

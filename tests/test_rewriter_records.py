@@ -9,6 +9,7 @@ from ragkit.corpus import Doc, Hit
 from ragkit.jobs import SYSTEMS
 from ragkit.rewriter_records import (
     Task,
+    build_records,
     candidates,
     content_words,
     fused_ranking,
@@ -133,3 +134,15 @@ def test_a_sampling_run_appends_one_line_per_query_and_form_and_goes_on_where_it
     rows = [json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8")]
     assert [(row["id"], row["form"]) for row in rows] == [("t:1", "keywords"), ("t:1", "questions")]
     assert kept(rows[1])["rewrite"] == ["fever remedy"]
+
+
+def test_a_build_trains_on_the_kept_rewrites_and_the_restorations(tmp_path):
+    judgements = [judged(TASK, "keywords", [("fever remedy", "sampled")], SEARCHES),
+                  judged(TASK, "keywords", [("fever", "rule")], SEARCHES)]
+    (tmp_path / "rewriter").mkdir()
+    (tmp_path / "rewriter/judgements.jsonl").write_text("".join(json.dumps(j) + "\n" for j in judgements))
+    (tmp_path / "rewriter/xquad_vi_questions.jsonl").write_text(json.dumps({"id": "x", "question": "Đội nào thắng?"},
+                                                                           ensure_ascii=False) + "\n")
+    records, counts = build_records(root=tmp_path)
+    assert [r["answer"] for r in records] == ["fever remedy", "Đội nào thắng?"]
+    assert counts == {"keywords judged": 2, "keywords kept (sampled)": 1, "keywords restored (xquad-vi)": 1}
