@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import random
 from collections import Counter
@@ -225,12 +226,12 @@ def candidates(chat: ChatModel, query: str, form: str, *, samples: int) -> list[
     return unique
 
 
-def judge_tasks(tasks: Sequence[Task], chat: ChatModel, searches: dict[str, dict[str, Search]], *,
-                samples: int) -> Iterator[dict]:
-    """Each task's candidates in both forms, judged by the searches of its corpus."""
-    for task in tasks:
-        for form in REWRITE_FORMS:
-            yield judged(task, form, candidates(chat, task.query, form, samples=samples), searches[task.corpus])
+def judge_tasks(pending: Sequence[tuple[Task, str]], chat: ChatModel, searches_for: Callable[[str], dict[str, Search]],
+                *, samples: dict[str, int]) -> Iterator[dict]:
+    """Each (task, form)'s candidates (samples[form] sampled), judged by the searches of the task's corpus."""
+    for task, form in pending:
+        found = candidates(chat, task.query, form, samples=samples[form])
+        yield judged(task, form, found, searches_for(task.corpus))
 
 
 def corpus_searches(docs: Sequence[Doc]) -> dict[str, Search]:
@@ -252,7 +253,9 @@ def training_tasks(read: dict, *, per_source: int, seed: int = 0) -> tuple[list[
                  "strategyqa": strategyqa_tasks(read["strategyqa"], read["facts"], exclude=excluded),
                  "hotpotqa": hotpotqa_tasks(hotpot_items)}
     rng = random.Random(seed)
-    tasks = [task for found in by_source.values() for task in rng.sample(found, min(per_source, len(found)))]
+    chosen = [rng.sample(found, min(per_source, len(found))) for found in by_source.values()]
+    # the sources in turn, so that a run stopped early has judged all three alike
+    tasks = [task for turn in itertools.zip_longest(*chosen) for task in turn if task is not None]
     corpora = {"scifact": [Doc(str(d["_id"]), cut(d["text"]), title=d.get("title", ""))
                            for d in read["scifact_corpus"]],
                "strategyqa": [Doc(f["_id"], f["text"]) for f in read["facts"] if f["qid"] not in excluded],
@@ -261,34 +264,43 @@ def training_tasks(read: dict, *, per_source: int, seed: int = 0) -> tuple[list[
 
 
 def write_judgements(path: Path, tasks: Sequence[Task], chat: ChatModel, corpora: dict[str, list[Doc]], *,
-                     samples: int, searches_of: Callable[[list[Doc]], dict[str, Search]] = corpus_searches) -> int:
-    """Judge the tasks not yet in path (a run stopped halfway goes on where it stopped), appending one JSON line
-    each to the gzip file; returns how many were added."""
+                     samples: dict[str, int],
+                     searches_of: Callable[[list[Doc]], dict[str, Search]] = corpus_searches) -> int:
+    """Judge each task in each form not yet in path (a run stopped halfway goes on where it stopped), appending
+    one JSON line each to the gzip file; a corpus is indexed when its first task comes. Returns how many were added."""
     done = {(row["id"], row["form"]) for row in read_jsonl(path)} if path.is_file() else set()
-    todo = [task for task in tasks if any((task.id, form) not in done for form in REWRITE_FORMS)]
-    searches = {name: searches_of(docs) for name, docs in corpora.items() if any(t.corpus == name for t in todo)}
+    pending = [(task, form) for task in tasks for form in REWRITE_FORMS if (task.id, form) not in done]
+    indexed: dict[str, dict[str, Search]] = {}
+
+    def searches_for(corpus: str) -> dict[str, Search]:
+        if corpus not in indexed:
+            indexed[corpus] = searches_of(corpora[corpus])
+        return indexed[corpus]
+
     added = 0
     with gzip.open(path, "at", encoding="utf-8") as out:
-        for judgement in judge_tasks(todo, chat, searches, samples=samples):
-            if (judgement["id"], judgement["form"]) not in done:
-                out.write(json.dumps(judgement, ensure_ascii=False) + "\n")
-                out.flush()
-                added += 1
+        for judgement in judge_tasks(pending, chat, searches_for, samples=samples):
+            out.write(json.dumps(judgement, ensure_ascii=False) + "\n")
+            out.flush()
+            added += 1
     return added
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=evaldata_dir() / "rewriter" / "judgements.jsonl.gz")
-    parser.add_argument("--per-source", type=int, default=300, help="queries sampled from each training set")
-    parser.add_argument("--samples", type=int, default=3, help="rewrites sampled per query and form")
+    parser.add_argument("--per-source", type=int, default=200, help="queries sampled from each training set")
+    parser.add_argument("--keyword-samples", type=int, default=4, help="keyword queries sampled per query")
+    parser.add_argument("--question-samples", type=int, default=2,
+                        help="JSON question lists sampled per query (each takes seconds: ~150 tokens)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     files = evaldata_files(SOURCES, root=None, what="the rewriter's judgements are", optional=("hotpotqa_sample",))
     read = {name: read_evaldata(path) for name, path in files.items() if path.is_file()}
     tasks, corpora = training_tasks(read, per_source=args.per_source, seed=args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    added = write_judgements(args.out, tasks, models.chat_model(), corpora, samples=args.samples)
+    samples = {"keywords": args.keyword_samples, "questions": args.question_samples}
+    added = write_judgements(args.out, tasks, models.chat_model(), corpora, samples=samples)
     print(f"{added} judgements added to {args.out} ({len(tasks)} queries, {len(REWRITE_FORMS)} forms)")
     return 0
 

@@ -22,6 +22,7 @@ from ragkit.rewriter_records import (
     sample_keywords,
     scifact_tasks,
     strategyqa_tasks,
+    training_tasks,
     write_judgements,
 )
 from tests.fakes import ScriptedChat
@@ -127,9 +128,10 @@ def test_hotpotqa_questions_are_searched_in_the_pool_of_every_question_s_paragra
 def test_a_sampling_run_appends_one_line_per_query_and_form_and_goes_on_where_it_stopped(tmp_path):
     path, corpora = tmp_path / "judgements.jsonl.gz", {"c": [Doc("d1", "fever")]}
     chat = SeededChat("fever remedy", '{"questions": ["fever remedy"]}')
-    assert write_judgements(path, [TASK], chat, corpora, samples=1, searches_of=lambda docs: SEARCHES) == 2
+    samples = {"keywords": 1, "questions": 1}
+    assert write_judgements(path, [TASK], chat, corpora, samples=samples, searches_of=lambda docs: SEARCHES) == 2
     calls = len(chat.calls)
-    assert write_judgements(path, [TASK], chat, corpora, samples=1, searches_of=lambda docs: SEARCHES) == 0
+    assert write_judgements(path, [TASK], chat, corpora, samples=samples, searches_of=lambda docs: SEARCHES) == 0
     assert len(chat.calls) == calls  # nothing asked again
     rows = [json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8")]
     assert [(row["id"], row["form"]) for row in rows] == [("t:1", "keywords"), ("t:1", "questions")]
@@ -146,3 +148,16 @@ def test_a_build_trains_on_the_kept_rewrites_and_the_restorations(tmp_path):
     records, counts = build_records(root=tmp_path)
     assert [r["answer"] for r in records] == ["fever remedy", "Đội nào thắng?"]
     assert counts == {"keywords judged": 2, "keywords kept (sampled)": 1, "keywords restored (xquad-vi)": 1}
+
+
+def test_a_run_takes_the_training_sets_in_turn_and_searches_each_in_its_own_corpus():
+    read = {"scifact_queries": [{"_id": str(i), "text": f"claim {i}"} for i in range(3)],
+            "scifact_train": {str(i): {f"d{i}": 1} for i in range(3)}, "scifact_test": {},
+            "scifact_corpus": [{"_id": f"d{i}", "title": "", "text": "word " * 200} for i in range(3)],
+            "strategyqa": [{"qid": f"s{i}", "question": f"question {i}?"} for i in range(3)], "dev200": ["s2"],
+            "facts": [{"_id": f"s{i}_f0", "qid": f"s{i}", "text": f"fact {i}"} for i in range(3)],
+            "hotpotqa": []}
+    tasks, corpora = training_tasks(read, per_source=2)
+    assert [task.corpus for task in tasks] == ["scifact", "strategyqa", "scifact", "strategyqa"]
+    assert {doc.id for doc in corpora["strategyqa"]} == {"s0_f0", "s1_f0"}  # dev200's facts are not searched
+    assert all(len(doc.text) <= 600 for doc in corpora["scifact"])  # abstracts cut as a reader's passages
