@@ -18,6 +18,7 @@ import gzip
 import itertools
 import json
 import random
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,8 +268,10 @@ def write_judgements(path: Path, tasks: Sequence[Task], chat: ChatModel, corpora
                      samples: dict[str, int],
                      searches_of: Callable[[list[Doc]], dict[str, Search]] = corpus_searches) -> int:
     """Judge each task in each form not yet in path (a run stopped halfway goes on where it stopped), appending
-    one JSON line each to the gzip file; a corpus is indexed when its first task comes. Returns how many were added."""
-    done = {(row["id"], row["form"]) for row in read_jsonl(path)} if path.is_file() else set()
+    each judgement to the gzip file as it comes; a corpus is indexed when its first task comes. Returns how many
+    were added; the file is then rewritten compact."""
+    rows = judged_rows(path)
+    done = {(row["id"], row["form"]) for row in rows}
     pending = [(task, form) for task in tasks for form in REWRITE_FORMS if (task.id, form) not in done]
     indexed: dict[str, dict[str, Search]] = {}
 
@@ -277,13 +280,34 @@ def write_judgements(path: Path, tasks: Sequence[Task], chat: ChatModel, corpora
             indexed[corpus] = searches_of(corpora[corpus])
         return indexed[corpus]
 
-    added = 0
-    with gzip.open(path, "at", encoding="utf-8") as out:
-        for judgement in judge_tasks(pending, chat, searches_for, samples=samples):
+    for judgement in judge_tasks(pending, chat, searches_for, samples=samples):
+        with gzip.open(path, "at", encoding="utf-8") as out:  # a whole gzip member each: a kill loses one line
             out.write(json.dumps(judgement, ensure_ascii=False) + "\n")
-            out.flush()
-            added += 1
-    return added
+        rows.append(judgement)
+    write_rows(path, rows)
+    return len(rows) - len(done)
+
+
+def judged_rows(path: Path) -> list[dict]:
+    """The judgements in path up to the first damaged one (a run killed while writing), which is cut off; [] if
+    there is no file."""
+    rows: list[dict] = []
+    if not path.is_file():
+        return rows
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            rows.extend(json.loads(line) for line in lines)
+    except (EOFError, OSError, zlib.error, json.JSONDecodeError):
+        write_rows(path, rows)
+    return rows
+
+
+def write_rows(path: Path, rows: Sequence[dict]) -> None:
+    """The rows as one gzip member (no name or time stamp: the same rows give the same bytes)."""
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9,
+                                                mtime=0) as out:
+        out.write(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from ragkit.rewriter_records import (
     hotpotqa_pool,
     hotpotqa_tasks,
     judged,
+    judged_rows,
     kept,
     restoration_records,
     rewrite_records,
@@ -161,3 +162,16 @@ def test_a_run_takes_the_training_sets_in_turn_and_searches_each_in_its_own_corp
     assert [task.corpus for task in tasks] == ["scifact", "strategyqa", "scifact", "strategyqa"]
     assert {doc.id for doc in corpora["strategyqa"]} == {"s0_f0", "s1_f0"}  # dev200's facts are not searched
     assert all(len(doc.text) <= 600 for doc in corpora["scifact"])  # abstracts cut as a reader's passages
+
+
+def test_a_run_killed_while_writing_loses_only_the_damaged_judgement(tmp_path):
+    path, corpora = tmp_path / "judgements.jsonl.gz", {"c": [Doc("d1", "fever")]}
+    chat = SeededChat("fever remedy", '{"questions": ["fever remedy"]}')
+    samples = {"keywords": 1, "questions": 1}
+    write_judgements(path, [TASK], chat, corpora, samples=samples, searches_of=lambda docs: SEARCHES)
+    whole = path.read_bytes()
+    with gzip.open(path, "ab") as out:
+        out.write(b'{"id": "t:2", "form": "keywords"}\n')
+    path.write_bytes(path.read_bytes()[:-20])  # the last member cut short, inside its line
+    assert [row["form"] for row in judged_rows(path)] == ["keywords", "questions"]
+    assert path.read_bytes() == whole  # rewritten from what was whole
