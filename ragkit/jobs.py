@@ -61,9 +61,14 @@ def reader_messages(question: str, passages: Sequence[Sequence[str]]) -> list[di
 
 def rewriter_messages(form: str, query: str) -> list[dict]:
     """The rewriter's prompt: 'keywords: …' (a keyword query for BM25) or 'questions: …' (search questions)."""
+    return job_messages("rewriter", f"{checked_form(form)}: {' '.join(query.split())}")
+
+
+def checked_form(form: str) -> str:
+    """form, if it is one of the rewriter's forms; a ValueError naming them otherwise."""
     if form not in REWRITE_FORMS:
         raise ValueError(f"form must be one of {', '.join(REWRITE_FORMS)}, got {form!r}")
-    return job_messages("rewriter", f"{form}: {' '.join(query.split())}")
+    return form
 
 
 def relevance_messages(query: str, title: str, text: str) -> list[dict]:

@@ -18,7 +18,7 @@ from ragkit.corpus import Doc, Hit, check_query, passage_text
 from ragkit.embeddings import local_model_dir
 from ragkit.errors import BackendError
 from ragkit.jobs import relevance_messages
-from ragkit.llm import ChatModel
+from ragkit.llm import ChatModel, ChatReply
 
 RELEVANCE_SCALE = tuple(range(11))
 LLM_SCORE_PROMPT = ("Rate how well the document answers the question, from 0 (unrelated) to 10 "
@@ -174,9 +174,15 @@ class RelevanceJudge:
             raise BackendError(f"{self.chat.name} returned no token probabilities, which the relevance judge "
                                "scores by: use llama.cpp or an OpenAI-compatible endpoint that returns logprobs, "
                                "or the 0-10 LLMReranker")
-        probabilities = [yes_probability(reply.top_logprobs) for reply in replies]
-        self.unreadable += sum(p is None for p in probabilities)
-        return np.array([0.5 if p is None else p for p in probabilities], dtype=np.float32)
+        scores, unreadable = yes_scores(replies)
+        self.unreadable += unreadable
+        return np.array(scores, dtype=np.float32)
+
+
+def yes_scores(replies: Sequence[ChatReply]) -> tuple[list[float], int]:
+    """Each reply's P(yes), 0.5 where its first tokens hold neither word, and how many such replies there were."""
+    probabilities = [yes_probability(reply.top_logprobs) for reply in replies]
+    return [0.5 if p is None else p for p in probabilities], sum(p is None for p in probabilities)
 
 
 def yes_probability(top_logprobs: Sequence[Sequence]) -> float | None:

@@ -30,7 +30,7 @@ from ragkit.corpus import Doc, Search, check_query, evaldata_files, read_evaldat
 from ragkit.dense import DenseIndex
 from ragkit.evaluate import mean, reciprocal_rank
 from ragkit.fusion import reciprocal_rank_fusion
-from ragkit.jobs import REWRITE_FORMS, rewriter_messages
+from ragkit.jobs import REWRITE_FORMS, checked_form, rewriter_messages
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatModel
 from ragkit.reader_records import cut, paragraphs_of
@@ -48,6 +48,7 @@ KEYWORD_PROMPT = [
     {"role": "assistant", "content": "taxi airport expense reimbursement"},
 ]
 
+
 @dataclass(frozen=True)
 class Task:
     """A training query, the ids of the documents it should find, and the corpus they are in."""
@@ -58,7 +59,7 @@ class Task:
     corpus: str
 
 
-def content_words(query: str) -> str:
+def rule_keywords(query: str) -> str:
     """The rule-made keyword query: the query's words that BM25 keeps (stop words and punctuation dropped)."""
     words = [word.strip(".,;:!?\"'()") for word in query.split()]
     return " ".join(word for word in words if word and search_tokenize(word))
@@ -97,22 +98,20 @@ def fused_ranking(queries: Sequence[str], search: Search, *, depth: int = DEPTH)
 
 def searched_queries(form: str, original: str, candidate: str | Sequence[str]) -> list[str]:
     """What a candidate searches with: a keyword query alone; a question list with the original, as multi_query."""
-    rewriter_messages(form, original)  # refuses an unknown form
-    return [candidate] if form == "keywords" else [original, *candidate]
+    return [candidate] if checked_form(form) == "keywords" else [original, *candidate]
 
 
-def score(task: Task, form: str, candidate: str | Sequence[str], searches: dict[str, Search]) -> dict[str, float]:
-    """The candidate's reciprocal rank under each named search."""
-    queries = searched_queries(form, task.query, candidate)
-    return {name: reciprocal_rank(fused_ranking(queries, search), task.relevant) for name, search in searches.items()}
+def reciprocal_ranks(queries: Sequence[str], relevant: Sequence[str], searches: dict[str, Search]) -> dict[str, float]:
+    """The reciprocal rank of the first relevant document in the queries' (fused) top DEPTH, under each search."""
+    return {name: reciprocal_rank(fused_ranking(queries, search), relevant) for name, search in searches.items()}
 
 
 def judged(task: Task, form: str, candidates: Sequence, searches: dict[str, Search]) -> dict:
     """The original's reciprocal ranks and each candidate's, with its gain over the original (mean over searches)."""
-    original = score(task, "keywords", task.query, searches)  # the original query searched alone
+    original = reciprocal_ranks([task.query], task.relevant, searches)
     rows = []
     for candidate, origin in candidates:
-        ranks = score(task, form, candidate, searches)
+        ranks = reciprocal_ranks(searched_queries(form, task.query, candidate), task.relevant, searches)
         rows.append({"rewrite": candidate, "origin": origin, "rr": ranks,
                      "gain": mean(ranks[name] - original[name] for name in searches)})
     return {"id": task.id, "query": task.query, "form": form, "original_rr": original, "candidates": rows}
@@ -215,7 +214,7 @@ def candidates(chat: ChatModel, query: str, form: str, *, samples: int) -> list[
     """The sampled rewrites of one form (and, for keywords, the rule-made one), each once, none equal to the query."""
     if form == "keywords":
         found = [(text, "sampled") for text in sample_keywords(chat, query, n=samples)]
-        found.append((content_words(query), "rule"))
+        found.append((rule_keywords(query), "rule"))
     else:
         found = [(questions, "sampled") for questions in sample_questions(chat, query, n=samples)]
     seen, unique = {json.dumps(query, ensure_ascii=False).casefold()}, []
@@ -329,10 +328,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # --- the records a build trains on ----------------------------------------------------------------------------
 
 RECORD_SOURCES = {"judgements": "rewriter/judgements.jsonl", "vietnamese": "rewriter/xquad_vi_questions.jsonl"}
@@ -345,3 +340,7 @@ def build_records(*, root: str | Path | None = None) -> tuple[list[dict], dict]:
     restorations = restoration_records([q["question"] for q in read_jsonl(files["vietnamese"])], source="xquad-vi")
     counts["keywords restored (xquad-vi)"] = len(restorations)
     return records + restorations, counts
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -46,7 +46,7 @@ from ragkit.jobs import (
 from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, TransformersChat, as_messages, smollm2_path
 from ragkit.model_cache import reply_store
 from ragkit.replies import marked_lines
-from ragkit.rerank import RelevanceJudge, yes_probability
+from ragkit.rerank import RelevanceJudge, yes_scores
 from ragkit.spans import extract
 from ragkit.specialist_records import build_records, heldout_sample, source_files
 
@@ -189,9 +189,8 @@ def heldout_scores(chat: ChatModel, records: Sequence[dict], *, job: str) -> dic
 
 
 def yes_auc(replies: Sequence[ChatReply], relevant: Sequence[bool]) -> float:
-    """ROC AUC of the replies' P(yes) (0.5 where a reply gives no probabilities), as a reranker uses them."""
-    probabilities = [yes_probability(reply.top_logprobs) for reply in replies]
-    return roc_auc([0.5 if p is None else p for p in probabilities], relevant)
+    """ROC AUC of the replies' P(yes) as the relevance judge scores them (ragkit.rerank.yes_scores)."""
+    return roc_auc(yes_scores(replies)[0], relevant)
 
 
 # --- a specialist as a chat model -------------------------------------------------------------------------

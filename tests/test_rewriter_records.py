@@ -11,7 +11,6 @@ from ragkit.rewriter_records import (
     Task,
     build_records,
     candidates,
-    content_words,
     fused_ranking,
     hotpotqa_pool,
     hotpotqa_tasks,
@@ -20,6 +19,7 @@ from ragkit.rewriter_records import (
     kept,
     restoration_records,
     rewrite_records,
+    rule_keywords,
     sample_keywords,
     scifact_tasks,
     strategyqa_tasks,
@@ -51,7 +51,7 @@ SEARCHES = {"bm25": ranked_search({"what helps a fever": ["x1", "x2", "d1"], "fe
 
 
 def test_the_rule_made_keyword_query_keeps_the_words_bm25_keeps():
-    assert content_words("What is the capital of France?") == "capital France"
+    assert rule_keywords("What is the capital of France?") == "capital France"
 
 
 def test_each_sample_is_drawn_with_its_own_seed_and_the_seed_is_restored():
