@@ -1,5 +1,6 @@
 """The relevance judge's training records, from training splits only (data/benchmarks/): a query and one passage ->
-"yes" (it helps answer the query) or "no", every positive beside as many hard negatives of the same query:
+"yes" (it helps answer the query) or "no", every positive beside as many hard negatives of the same query, and
+each query once more with another query's relevant passage (an easy negative, "negative": "random"):
 
 - SciFact train claims (qrels/train.tsv): each cited abstract (yes), and as many of BM25's best uncited abstracts
   (no); the train claims whose text is also a test claim's are left out;
@@ -154,6 +155,28 @@ def strategyqa_records(items: Sequence[dict], facts: Sequence[dict], *, exclude:
     return records
 
 
+# --- easy negatives ---------------------------------------------------------------------------------------
+
+
+def random_negatives(records: Sequence[dict], *, seed: int = 0) -> list[dict]:
+    """Per query, one relevant passage of another query of the same set (no), marked "negative": "random": the
+    topic itself differs, which the hard negatives alone never show."""
+    rng, firsts, positives, titles = random.Random(seed), {}, {}, {}
+    for r in records:
+        firsts.setdefault(r["source"], r)
+        titles.setdefault(r["source"], set()).add(r["passage"][0])
+        if r["answer"] == "yes":
+            positives.setdefault(r["source"].split(":")[0], []).append(r)
+    added = []
+    for source, first in firsts.items():
+        others = [p for p in positives.get(source.split(":")[0], []) if p["source"] != source
+                  and (not p["passage"][0] or p["passage"][0] not in titles[source])]  # not a SQuAD article's own
+        if others:
+            title, text = rng.choice(others)["passage"]
+            added.append({**record(first["query"], title, text, False, source), "negative": "random"})
+    return added
+
+
 # --- files and counts -------------------------------------------------------------------------------------
 
 
@@ -166,10 +189,11 @@ def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[lis
     """Every source's records, and their counts by source, answer and split."""
     files = source_files(root=root)
     read = {name: read_evaldata(path) for name, path in files.items()}
-    records = (scifact_records(read["scifact_queries"], read["scifact_corpus"], read["scifact_train"],
-                               read["scifact_test"])
-               + hotpotqa_records([*read["hotpotqa"], *read.get("hotpotqa_sample", [])])
-               + squad_records(read["squad"], seed=seed)
-               + strategyqa_records(read["strategyqa"], read["facts"], exclude=read["dev200"], seed=seed))
-    counts = Counter((r["source"].split(":")[0], r["answer"], r["split"]) for r in records)
-    return records, {" ".join(key): n for key, n in sorted(counts.items())}
+    hard = (scifact_records(read["scifact_queries"], read["scifact_corpus"], read["scifact_train"],
+                            read["scifact_test"])
+            + hotpotqa_records([*read["hotpotqa"], *read.get("hotpotqa_sample", [])])
+            + squad_records(read["squad"], seed=seed)
+            + strategyqa_records(read["strategyqa"], read["facts"], exclude=read["dev200"], seed=seed))
+    records = hard + random_negatives(hard, seed=seed)
+    counts = Counter((r["source"].split(":")[0], r["answer"], r.get("negative", ""), r["split"]) for r in records)
+    return records, {" ".join(part for part in key if part): n for key, n in sorted(counts.items())}

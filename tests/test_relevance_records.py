@@ -60,7 +60,9 @@ def write_training_data(root):
 
 
 def by_source(records, source):
-    return {(r["passage"][0] or r["passage"][1], r["answer"]) for r in records if r["source"] == source}
+    """The (title or text, answer) of the query's hard pairs."""
+    return {(r["passage"][0] or r["passage"][1], r["answer"]) for r in records
+            if r["source"] == source and r.get("negative") != "random"}
 
 
 def test_each_relevant_passage_comes_with_as_many_bm25_hard_negatives_of_the_same_query(tmp_path):
@@ -72,15 +74,30 @@ def test_each_relevant_passage_comes_with_as_many_bm25_hard_negatives_of_the_sam
     assert positive == "Cats purr when content."
     assert negative in ("Dogs bark loudly at cats.", "Cats cannot fly at all.")
     assert by_source(records, "scifact:2") == set()  # no uncited abstract shares a word with it: left out
-    assert sum(n for key, n in counts.items() if " yes " in key) == sum(n for key, n in counts.items() if " no " in key)
+    hard_no = sum(n for key, n in counts.items() if " no " in key and "random" not in key)
+    assert sum(n for key, n in counts.items() if " yes " in key) == hard_no
+
+
+def test_each_query_also_meets_another_querys_relevant_passage_of_the_same_set(tmp_path):
+    records, counts = build_records(root=write_training_data(tmp_path))
+    easy = [r for r in records if r.get("negative") == "random"]
+    sources = [r["source"] for r in easy]
+    assert sources and len(sources) == len(set(sources))  # one a query
+    positives = {(r["source"], r["passage"][1]) for r in records if r["answer"] == "yes"}
+    for r in easy:
+        assert r["answer"] == "no" and (r["source"], r["passage"][1]) not in positives
+        assert any(p[1] == r["passage"][1] and p[0].split(":")[0] == r["source"].split(":")[0] for p in positives)
+    assert sum(n for key, n in counts.items() if "random" in key) == len(easy)
 
 
 def test_a_squad_question_gets_its_answer_window_and_another_paragraph_of_the_article(tmp_path):
     records, _ = build_records(root=write_training_data(tmp_path))
-    pairs = {(r["passage"][1], r["answer"]) for r in records if r["query"] == "How long is the Nile?"}
+    pairs = {(r["passage"][1], r["answer"]) for r in records
+             if r["query"] == "How long is the Nile?" and r.get("negative") != "random"}
     # the same title on both sides: only the content tells them apart; the negative never holds the answer
     assert ("The Nile is 6,650 km long. It flows north.", "yes") in pairs and len(pairs) == 2
-    assert all(r["passage"][0] == "Nile" for r in records if r["source"].startswith("squad:"))
+    assert all(r["passage"][0] == "Nile" for r in records
+               if r["source"].startswith("squad:") and r.get("negative") != "random")
     assert not any("6,650" in text for text, answer in pairs if answer == "no")
 
 

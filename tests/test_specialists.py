@@ -220,6 +220,15 @@ def test_the_relevance_judge_is_also_scored_by_how_its_p_yes_ranks_relevant_pass
     assert scores["accuracy[yes]"] == 0.0 and scores["auc"] == 1.0
 
 
+def test_the_relevance_judge_is_also_scored_on_its_hard_pairs_alone():
+    records = [{"messages": [{"role": "user", "content": "Q?"}], "answer": a, **extra}
+               for a, extra in (("yes", {}), ("no", {}), ("no", {"negative": "random"}))]
+    replies = [ChatReply("no", "scripted", top_logprobs=(("no", math.log(p_no)), ("yes", math.log(1 - p_no))))
+               for p_no in (0.6, 0.5, 0.9)]  # the easy negative ranked last, the hard one above the relevant passage
+    scores = specialists.heldout_scores(ScriptedChat(*replies), records, job="relevance")
+    assert scores["auc"] == 0.5 and scores["auc[hard]"] == 0.0
+
+
 # --- a specialist as a chat model ---------------------------------------------------------------------------
 
 
