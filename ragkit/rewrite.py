@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 from ragkit import models
 from ragkit.corpus import check_query
+from ragkit.jobs import rewriter_messages
 from ragkit.llm import ChatModel
 from ragkit.replies import clean_item, drop_repeats, json_items, length_warning
 
 MAX_QUERIES = 5
+SPECIALIST_TOKENS = 96  # the rewriter specialist's keyword reply: room for a restored Vietnamese question
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d+:)\s*", re.I)  # "- ", "1.", "2)", "Q3:" before a question
 
 REWRITE_PROMPT = [
@@ -56,10 +58,12 @@ def questions_schema(n: int = MAX_QUERIES) -> dict:
 
 
 def rewrite_query(query: str, *, chat: ChatModel | None = None) -> Rewrite:
-    """One rewritten query; an empty reply keeps the original query, and a cut-off one is flagged."""
+    """One rewritten query (the rewriter specialist's is a keyword query); an empty reply keeps the original
+    query, and a cut-off one is flagged."""
     chat = chat or models.chat_model()
-    reply = chat.chat(REWRITE_PROMPT + [{"role": "user", "content": check_query(query)}], max_tokens=32,
-                      stop=["\n"])
+    # the specialist restores a whole Vietnamese question, whose accented letters take several tokens each
+    reply = chat.chat(prompt_for(chat, "keywords", REWRITE_PROMPT, query), stop=["\n"],
+                      max_tokens=SPECIALIST_TOKENS if is_rewriter(chat) else 32)
     cut = length_warning(reply, "rewriting the query")
     text = clean_item(reply.text)
     if not text:
@@ -76,7 +80,7 @@ def multi_query(query: str, *, chat: ChatModel | None = None, n: int = MAX_QUERI
     chat = chat or models.chat_model()
     prompt = [dict(m, content=m["content"].format(n=n)) if m["role"] == "system" else m
               for m in MULTI_QUERY_PROMPT]
-    reply = chat.chat(prompt + [{"role": "user", "content": check_query(query)}], max_tokens=150,
+    reply = chat.chat(prompt_for(chat, "questions", prompt, query), max_tokens=150,
                       json_schema=questions_schema(n) if constrained else None)
     cut = length_warning(reply, "writing the search questions")
     questions, warnings = parse_questions(reply.text, limit=n)
@@ -85,6 +89,18 @@ def multi_query(query: str, *, chat: ChatModel | None = None, n: int = MAX_QUERI
     # a question that repeats the original query (or another question) is searched once, without a warning
     queries, _ = drop_repeats(([query] if keep_original or not questions else []) + questions)
     return Rewrite(query, tuple(queries), reply.text, tuple(cut + warnings), reply.seconds, bool(cut))
+
+
+def is_rewriter(chat: ChatModel) -> bool:
+    """Whether chat is the rewriter specialist (ragkit.specialists), which has a prompt of its own."""
+    return getattr(chat, "job", None) == "rewriter"
+
+
+def prompt_for(chat: ChatModel, form: str, few_shot: list[dict], query: str) -> list[dict]:
+    """The rewriter specialist's prompt for the form ('keywords: …' / 'questions: …'), else the few-shot one."""
+    if is_rewriter(chat):
+        return rewriter_messages(form, check_query(query))
+    return few_shot + [{"role": "user", "content": check_query(query)}]
 
 
 def parse_questions(text: str, *, limit: int = MAX_QUERIES) -> tuple[list[str], list[str]]:

@@ -28,6 +28,7 @@ from ragkit import models, relevance_records, splits
 from ragkit.config import evaldata_dir
 from ragkit.corpus import Doc, Search, check_query, evaldata_files, read_evaldata, read_jsonl
 from ragkit.dense import DenseIndex
+from ragkit.errors import EmptyQueryError
 from ragkit.evaluate import mean, reciprocal_rank
 from ragkit.fusion import reciprocal_rank_fusion
 from ragkit.jobs import REWRITE_FORMS, checked_form, rewriter_messages
@@ -90,10 +91,19 @@ def _samples(chat: ChatModel, prompt: list[dict], n: int, temperature: float, ma
 
 
 def fused_ranking(queries: Sequence[str], search: Search, *, depth: int = DEPTH) -> list[str]:
-    """The ids of the top depth documents: one query's search, or several queries' searches fused by RRF."""
-    rankings = [list(search(query, k=depth)) for query in queries]
+    """The ids of the top depth documents: one query's search, or several queries' searches fused by RRF; a query
+    with no searchable word (only stop words, as 'How is it?') finds nothing."""
+    rankings = [searched(search, query, depth) for query in queries]
     ranked = rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings, limit=depth)
     return [hit.id for hit in ranked[:depth]]
+
+
+def searched(search: Search, query: str, depth: int) -> list:
+    """The query's top depth hits; none for a query with no word the retriever can search with."""
+    try:
+        return list(search(query, k=depth))
+    except EmptyQueryError:
+        return []
 
 
 def searched_queries(form: str, original: str, candidate: str | Sequence[str]) -> list[str]:
@@ -118,10 +128,23 @@ def judged(task: Task, form: str, candidates: Sequence, searches: dict[str, Sear
 
 
 def kept(judgement: dict) -> dict | None:
-    """The candidate with the largest gain if it beats the original (gain > 0; the shortest among equals), else None."""
+    """The candidate with the largest gain if it beats the original (gain > 0; the shortest among equals), marked
+    "beat"; for a keyword query that none beats, the shortest candidate with fewer words than the query that loses
+    nothing under any search where the original found a relevant document, marked "tied"; else None."""
     winners = [row for row in judgement["candidates"] if row["gain"] > 0]
-    return max(winners, key=lambda row: (row["gain"], -len(json.dumps(row["rewrite"], ensure_ascii=False))),
-               default=None)
+    if winners:
+        return {**max(winners, key=lambda row: (row["gain"], -_length(row))), "why": "beat"}
+    original = judgement["original_rr"]
+    if judgement["form"] != "keywords" or not any(original.values()):
+        return None
+    words = len(judgement["query"].split())
+    ties = [row for row in judgement["candidates"] if len(str(row["rewrite"]).split()) < words
+            and all(row["rr"][name] >= original[name] for name in original)]
+    return {**min(ties, key=_length), "why": "tied"} if ties else None
+
+
+def _length(row: dict) -> int:
+    return len(json.dumps(row["rewrite"], ensure_ascii=False))
 
 
 def stripped(text: str) -> str:
@@ -181,14 +204,14 @@ def rewrite_answer(form: str, rewrite: str | Sequence[str]) -> str:
 
 
 def rewrite_records(judgements: Sequence[dict]) -> tuple[list[dict], dict]:
-    """One record per judged query and form whose best candidate beat the original, and what was kept and why."""
+    """One record per judged query and form with a kept candidate (see kept), and what was kept and why."""
     records, counts = [], Counter()
     for judgement in judgements:
         best, form = kept(judgement), judgement["form"]
         counts[f"{form} judged"] += 1
         if best is None:
             continue
-        counts[f"{form} kept ({best['origin']})"] += 1
+        counts[f"{form} {best['why']} ({best['origin']})"] += 1
         records.append({"messages": rewriter_messages(form, judgement["query"]),
                         "answer": rewrite_answer(form, best["rewrite"]), "form": form, "source": judgement["id"],
                         "gain": best["gain"], "split": split_of(judgement["query"])})
@@ -330,16 +353,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # --- the records a build trains on ----------------------------------------------------------------------------
 
+RESTORED = "xquad-vi"  # the source of the restoration records
 RECORD_SOURCES = {"judgements": "rewriter/judgements.jsonl", "vietnamese": "rewriter/xquad_vi_questions.jsonl"}
 
 
-def build_records(*, root: str | Path | None = None) -> tuple[list[dict], dict]:
-    """The kept rewrites of a sampling run's judgements and the diacritics restorations, with their counts."""
-    files = evaldata_files(RECORD_SOURCES, root=root, what="the rewriter's records are")
+def source_files(*, root: str | Path | None = None) -> dict[str, Path]:
+    """The data files the records are built from, by name (each file or its .gz copy)."""
+    return evaldata_files(RECORD_SOURCES, root=root, what="the rewriter's records are")
+
+
+def build_records(*, root: str | Path | None = None, seed: int = 0) -> tuple[list[dict], dict]:
+    """The kept rewrites of a sampling run's judgements, and as many diacritics restorations (a seeded sample, in
+    file order) so that neither job crowds out the other, with their counts."""
+    files = source_files(root=root)
     records, counts = rewrite_records(read_jsonl(files["judgements"]))
-    restorations = restoration_records([q["question"] for q in read_jsonl(files["vietnamese"])], source="xquad-vi")
-    counts["keywords restored (xquad-vi)"] = len(restorations)
-    return records + restorations, counts
+    restorations = restoration_records([q["question"] for q in read_jsonl(files["vietnamese"])], source=RESTORED)
+    chosen = sorted(random.Random(seed).sample(range(len(restorations)), min(len(records), len(restorations))))
+    counts[f"keywords restored ({RESTORED})"] = len(chosen)
+    return records + [restorations[n] for n in chosen], counts
 
 
 if __name__ == "__main__":

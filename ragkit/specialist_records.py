@@ -10,7 +10,9 @@ public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a has
   rationale sentences (SUPPORT, CONTRADICT) or another claim's (unrelated).
 - reader: ragkit.reader_records (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no);
 - relevance: ragkit.relevance_records (SciFact train claims, HotpotQA, SQuAD and StrategyQA train questions, each
-  with relevant passages and as many BM25-hard negatives: "yes" / "no").
+  with relevant passages and as many BM25-hard negatives: "yes" / "no");
+- rewriter: ragkit.rewriter_records (the rewrites of training queries that retrieval judged better than the query,
+  and Vietnamese questions with their diacritics restored).
 StrategyQA's fixed dev200 questions never enter any training set. Taught in lessons/09_specialists.ipynb.
 """
 
@@ -23,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import reader_records, relevance_records, splits
+from ragkit import reader_records, relevance_records, rewriter_records, splits
 from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl
 from ragkit.errors import CorpusError
 from ragkit.jobs import (
@@ -42,7 +44,8 @@ SOURCES = {"musique": "musique/dev_decompositions.json", "strategyqa": "strategy
            "dev200": "strategyqa/dev200_qids.json", "facts": "strategyqa/facts_corpus.jsonl",
            "scifact_claims": "scifact/claims_dev_with_evidence.jsonl",
            "scifact_sentences": "scifact/corpus_sentences.jsonl"}
-OWN_MODULES = {"reader": reader_records, "relevance": relevance_records}  # jobs whose records have a module
+OWN_MODULES = {"reader": reader_records, "relevance": relevance_records,  # jobs whose records have a module
+               "rewriter": rewriter_records}
 JOB_SOURCES = {"decomposer": ("musique", "strategyqa", "dev200"),
                "answerer": ("strategyqa", "dev200", "facts"),
                "judge": ("strategyqa", "dev200", "facts", "scifact_claims", "scifact_sentences")}

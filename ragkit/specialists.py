@@ -1,5 +1,5 @@
 """Specialists: the default chat model fine-tuned for one narrow job each (decomposer, yes/no answerer, step
-judge, reader, relevance judge), found, loaded and used like any chat backend, and scored on held-out data.
+judge, reader, relevance judge, query rewriter), found, loaded and used like any chat backend, and scored on held-out data.
 
 Where a specialist lives: a committed one in models/specialists/<job>/ comes first (it is what the lessons'
 recorded outputs were made with, the same on every machine), then the one `make specialists` built under
@@ -45,8 +45,10 @@ from ragkit.jobs import (
 )
 from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, TransformersChat, as_messages, smollm2_path
 from ragkit.model_cache import reply_store
-from ragkit.replies import marked_lines
+from ragkit.replies import clean_item, marked_lines
 from ragkit.rerank import RelevanceJudge, yes_scores
+from ragkit.rewrite import parse_questions
+from ragkit.rewriter_records import RESTORED
 from ragkit.spans import extract
 from ragkit.specialist_records import build_records, heldout_sample, source_files
 
@@ -87,6 +89,10 @@ JOBS = {
     # first. 288 tokens hold a query and a 600-character passage
     "relevance": Job("relevance", "relevance judge", 1,
                      FineTuneConfig(max_length=288, lora_rank=8, lora_alpha=16.0, max_steps=420)),
+    # 150 tokens: a JSON list of up to five questions (as rewrite.multi_query asks), or a Vietnamese question
+    # restored (its accented letters take several tokens each)
+    "rewriter": Job("rewriter", "query rewriter", 150,
+                    FineTuneConfig(max_length=256, lora_rank=8, lora_alpha=16.0, max_steps=300)),
 }
 
 
@@ -160,6 +166,34 @@ def reader_scores(predicted: Sequence[str], records: Sequence[dict]) -> dict[str
     return scores
 
 
+def rewrite_agreement(reply: str, record: dict) -> float:
+    """How far a rewriter reply matches its record: exact text for a diacritics restoration, else token F1 with
+    the kept rewrite (a questions reply read as rewrite.multi_query reads it)."""
+    if record["source"].startswith(RESTORED):
+        return float(" ".join(reply.split()) == record["answer"])
+    if record["form"] == "questions":
+        return token_f1(" ".join(parse_questions(reply)[0]), " ".join(parse_questions(record["answer"])[0]))
+    return token_f1(clean_item(reply), record["answer"])
+
+
+def rewriter_scores(replies: Sequence[str], records: Sequence[dict]) -> dict[str, float]:
+    """Agreement with the held-out records overall and by kind (keywords, questions, restore), and the share of
+    questions replies from which no question could be read.
+
+    Taught in lessons/09_specialists.ipynb.
+    """
+    _same_length(replies, records)
+    kinds = ["restore" if r["source"].startswith(RESTORED) else r["form"] for r in records]
+    agreement = [rewrite_agreement(reply, r) for reply, r in zip(replies, records)]
+    scores = {"n": len(records), "agreement": mean(agreement)}
+    for kind in sorted(set(kinds)):
+        scores[f"agreement[{kind}]"] = mean([a for a, k in zip(agreement, kinds) if k == kind])
+    questions = [reply for reply, kind in zip(replies, kinds) if kind == "questions"]
+    if questions:
+        scores["unreadable[questions]"] = mean([not parse_questions(reply)[0] for reply in questions])
+    return scores
+
+
 def _same_length(predicted: Sequence, gold: Sequence) -> None:
     if len(predicted) != len(gold):
         raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold answers")
@@ -180,6 +214,8 @@ def heldout_scores(chat: ChatModel, records: Sequence[dict], *, job: str) -> dic
     if job == "reader":
         return reader_scores([reader_reply(reply.text, r["passages"])[0] for reply, r in zip(replies, records)],
                              records)
+    if job == "rewriter":
+        return rewriter_scores([reply.text for reply in replies], records)
     labels = ("yes", "no") if job in ("answerer", "relevance") else LABELS
     scores = label_scores([PARSERS[job](reply.text) for reply in replies], [r["answer"] for r in records],
                           labels=labels)

@@ -3,9 +3,10 @@ import json
 import pytest
 
 from ragkit.errors import EmptyQueryError
+from ragkit.jobs import rewriter_messages
 from ragkit.llm import ChatReply
 from ragkit.rewrite import multi_query, parse_questions, questions_schema, rewrite_query
-from tests.fakes import ScriptedChat
+from tests.fakes import JobChat, ScriptedChat
 
 
 def test_rewrite_returns_the_models_query():
@@ -147,3 +148,11 @@ def test_multi_query_with_the_real_model_gives_at_most_five_questions(local_chat
     result = multi_query("How do I claim a hotel bill after a business trip?", chat=local_chat)
     assert 2 <= len(result.queries) <= 6
     assert not any("not valid JSON" in w for w in result.warnings)  # the schema held
+
+
+def test_the_rewriter_specialist_is_asked_in_its_own_prompt_for_each_form():
+    keywords, questions = JobChat("rewriter", "sick leave notice"), JobChat("rewriter", '{"questions": ["A?"]}')
+    assert rewrite_query("nghi om", chat=keywords).queries == ("sick leave notice",)
+    assert multi_query("nghi om", chat=questions, keep_original=False).queries == ("A?",)
+    assert keywords.calls[0][0] == rewriter_messages("keywords", "nghi om")
+    assert questions.calls[0][0] == rewriter_messages("questions", "nghi om")

@@ -5,8 +5,10 @@ import json
 
 import pytest
 
+from ragkit import specialist_records, specialists
 from ragkit.corpus import Doc, Hit
 from ragkit.jobs import SYSTEMS
+from ragkit.lexical import BM25Index
 from ragkit.rewriter_records import (
     Task,
     build_records,
@@ -26,6 +28,7 @@ from ragkit.rewriter_records import (
     training_tasks,
     write_judgements,
 )
+from ragkit.text import search_tokenize
 from tests.fakes import ScriptedChat
 
 
@@ -73,6 +76,13 @@ def test_a_question_list_is_searched_with_the_original_and_fused():
     assert fused_ranking(["r"], search) == ["c", "a"]
 
 
+def test_a_question_of_stop_words_alone_finds_nothing_and_the_others_still_count():
+    bm25 = BM25Index([Doc("a", "fever remedy"), Doc("b", "tax forms"), Doc("c", "leave days")],
+                     tokenizer=search_tokenize)
+    assert fused_ranking(["How is it?"], bm25.search) == []
+    assert fused_ranking(["How is it?", "fever"], bm25.search)[0] == "a"
+
+
 def test_a_candidate_is_kept_only_if_it_ranks_the_relevant_documents_higher_than_the_original():
     judgement = judged(TASK, "keywords", [("fever remedy", "sampled"), ("fever", "rule")], SEARCHES)
     assert judgement["original_rr"] == {"bm25": pytest.approx(1 / 3), "dense": 0.5}
@@ -84,13 +94,27 @@ def test_a_candidate_is_kept_only_if_it_ranks_the_relevant_documents_higher_than
     assert kept(worse) is None
 
 
+def test_a_shorter_keyword_query_that_loses_nothing_is_kept_as_a_tie():
+    searches = {"bm25": ranked_search({"what helps a fever": ["d1"], "fever help": ["d1"], "a fever helps what": ["d1"],
+                                       "fever": ["x1", "d1"]}),
+                "dense": ranked_search({"what helps a fever": ["x1", "d1"], "fever help": ["x1", "d1"],
+                                        "a fever helps what": ["d1"], "fever": ["x1", "d1"]})}
+    candidates = [("fever help", "rule"), ("a fever helps what", "sampled"), ("fever", "sampled")]
+    tie = kept(judged(TASK, "keywords", candidates, searches))
+    # "fever" is shorter but loses under BM25; "a fever helps what" gains but is no shorter: it beats, so it wins
+    assert tie["rewrite"] == "a fever helps what" and tie["why"] == "beat"
+    tie = kept(judged(TASK, "keywords", candidates[:1] + candidates[2:], searches))
+    assert tie["rewrite"] == "fever help" and tie["why"] == "tied"
+    assert kept(judged(TASK, "questions", [(["fever help"], "sampled")], searches)) is None  # lists must beat it
+
+
 def test_records_hold_the_kept_rewrites_in_the_rewriter_prompt_and_count_what_was_kept_and_why():
     judgements = [judged(TASK, "keywords", [("fever remedy", "sampled")], SEARCHES),
                   judged(TASK, "questions", [(["fever remedy"], "sampled")], SEARCHES),
                   judged(TASK, "keywords", [("fever", "rule")], SEARCHES)]
     records, counts = rewrite_records(judgements)
-    assert counts == {"keywords judged": 2, "keywords kept (sampled)": 1, "questions judged": 1,
-                      "questions kept (sampled)": 1}
+    assert counts == {"keywords judged": 2, "keywords beat (sampled)": 1, "questions judged": 1,
+                      "questions beat (sampled)": 1}
     assert records[0]["messages"] == [{"role": "system", "content": SYSTEMS["rewriter"]},
                                       {"role": "user", "content": "keywords: what helps a fever"}]
     assert records[0]["answer"] == "fever remedy"
@@ -139,16 +163,21 @@ def test_a_sampling_run_appends_one_line_per_query_and_form_and_goes_on_where_it
     assert kept(rows[1])["rewrite"] == ["fever remedy"]
 
 
-def test_a_build_trains_on_the_kept_rewrites_and_the_restorations(tmp_path):
+def write_rewriter_data(root):
+    """A sampling run's two judgements (one kept) and one Vietnamese question, as data/benchmarks/rewriter holds."""
     judgements = [judged(TASK, "keywords", [("fever remedy", "sampled")], SEARCHES),
                   judged(TASK, "keywords", [("fever", "rule")], SEARCHES)]
-    (tmp_path / "rewriter").mkdir()
-    (tmp_path / "rewriter/judgements.jsonl").write_text("".join(json.dumps(j) + "\n" for j in judgements))
-    (tmp_path / "rewriter/xquad_vi_questions.jsonl").write_text(json.dumps({"id": "x", "question": "Đội nào thắng?"},
-                                                                           ensure_ascii=False) + "\n")
+    (root / "rewriter").mkdir()
+    (root / "rewriter/judgements.jsonl").write_text("".join(json.dumps(j) + "\n" for j in judgements))
+    (root / "rewriter/xquad_vi_questions.jsonl").write_text(json.dumps({"id": "x", "question": "Đội nào thắng?"},
+                                                                       ensure_ascii=False) + "\n")
+
+
+def test_a_build_trains_on_the_kept_rewrites_and_the_restorations(tmp_path):
+    write_rewriter_data(tmp_path)
     records, counts = build_records(root=tmp_path)
     assert [r["answer"] for r in records] == ["fever remedy", "Đội nào thắng?"]
-    assert counts == {"keywords judged": 2, "keywords kept (sampled)": 1, "keywords restored (xquad-vi)": 1}
+    assert counts == {"keywords judged": 2, "keywords beat (sampled)": 1, "keywords restored (xquad-vi)": 1}
 
 
 def test_a_run_takes_the_training_sets_in_turn_and_searches_each_in_its_own_corpus():
@@ -175,3 +204,21 @@ def test_a_run_killed_while_writing_loses_only_the_damaged_judgement(tmp_path):
     path.write_bytes(path.read_bytes()[:-20])  # the last member cut short, inside its line
     assert [row["form"] for row in judged_rows(path)] == ["keywords", "questions"]
     assert path.read_bytes() == whole  # rewritten from what was whole
+
+
+def test_the_rewriter_job_builds_from_its_records_module(tmp_path):
+    write_rewriter_data(tmp_path)
+    records, _ = specialist_records.build_records("rewriter", root=tmp_path)
+    assert [r["answer"] for r in records] == ["fever remedy", "Đội nào thắng?"]
+    assert set(specialist_records.source_files("rewriter", root=tmp_path)) == {"judgements", "vietnamese"}
+    assert specialists.job_of("rewriter").max_tokens >= 96
+
+
+def test_restorations_are_sampled_down_to_as_many_as_the_kept_rewrites(tmp_path):
+    write_rewriter_data(tmp_path)
+    questions = [{"id": str(n), "question": f"Đội {n} nào thắng?"} for n in range(5)]
+    (tmp_path / "rewriter/xquad_vi_questions.jsonl").write_text(
+        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions))
+    records, counts = build_records(root=tmp_path)
+    assert [r["source"].split(":")[0] for r in records] == ["t", "xquad-vi"]  # one kept rewrite, one restoration
+    assert counts["keywords restored (xquad-vi)"] == 1

@@ -229,6 +229,18 @@ def test_the_relevance_judge_is_also_scored_on_its_hard_pairs_alone():
     assert scores["auc"] == 0.5 and scores["auc[hard]"] == 0.0
 
 
+def test_the_rewriter_is_scored_by_agreement_with_the_kept_rewrite_and_exact_restoration():
+    records = [{"form": "keywords", "source": "scifact:1", "answer": "statin LDL risk"},
+               {"form": "questions", "source": "hotpotqa:2", "answer": '{"questions": ["Who?", "Where?"]}'},
+               {"form": "keywords", "source": "xquad-vi:3", "answer": "Đội nào thắng?"},
+               {"form": "keywords", "source": "xquad-vi:4", "answer": "Ai là vua?"}]
+    replies = ["statin LDL", "not json and no question", "Đội nào thắng?", "Ai la vua?"]
+    scores = specialists.rewriter_scores(replies, records)
+    assert scores["agreement[restore]"] == 0.5  # the unaccented reply does not count
+    assert scores["agreement[keywords]"] == pytest.approx(0.8)  # 2 of 3 words, both right
+    assert scores["agreement[questions]"] < 0.5 and scores["n"] == 4
+
+
 # --- a specialist as a chat model ---------------------------------------------------------------------------
 
 
@@ -401,12 +413,12 @@ def test_a_committed_specialist_loads_and_meets_its_held_out_metric(job):
     record = specialists.specialist_record(folder)
     heldout = [json.loads(line) for line in (folder / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
     chat = specialists.load_specialist(folder, threads=2)
-    # the reader's and the relevance judge's records come from three sources in turn, as their builds scored them
-    replayed = (heldout_sample(heldout, CHECKED_RECORDS) if job in ("reader", "relevance")
+    # the reader's, the relevance judge's and the rewriter's records come from several sources in turn, as their builds scored them
+    replayed = (heldout_sample(heldout, CHECKED_RECORDS) if job in ("reader", "relevance", "rewriter")
                 else heldout[:CHECKED_RECORDS])
     scores = specialists.heldout_scores(chat, replayed, job=job)
     # the relevance judge reranks by P(yes), so it is held to how it ranks, not to which word it says
-    metric = {"decomposer": "step_f1", "reader": "f1", "relevance": "auc"}.get(job, "accuracy")
+    metric = {"decomposer": "step_f1", "reader": "f1", "relevance": "auc", "rewriter": "agreement"}.get(job, "accuracy")
     # a subset of the held-out records, on any CPU: near the recorded score, and clearly above the untrained model
     assert scores[metric] >= record["heldout"][metric] - 0.1
     assert scores[metric] >= record["heldout_untrained"][metric] + 0.1
