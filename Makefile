@@ -22,7 +22,7 @@ SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
 TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-rewriter bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -211,6 +211,12 @@ bench-reader: $(STAMP)
 RERANK_ARGS ?=
 bench-rerank: $(STAMP)
 	$(BIN)/python -m benchmarks.rerank_bm25 $(RERANK_ARGS)
+
+# Query rewriting on the course's 56 questions: the few-shot chat model against the rewriter specialist (built by
+# `make specialists SPECIALISTS=rewriter`), single rewrites and multi-query expansions over bag of words, BM25 and
+# dense, with paired intervals, and the no-diacritics questions' ranks beside the hand-typed ones.
+bench-rewriter: $(STAMP)
+	$(BIN)/python -m benchmarks.course_rewriter
 
 # LoRA against full fine-tuning (60 steps each, held-out step F1, tokens/s, memory) and the committed decomposer
 # through llama.cpp against transformers (tokens/s, step F1); ~25 min.
