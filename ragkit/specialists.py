@@ -1,5 +1,6 @@
 """Specialists: the default chat model fine-tuned for one narrow job each (decomposer, yes/no answerer, step
-judge, reader, relevance judge, query rewriter), found, loaded and used like any chat backend, and scored on held-out data.
+judge, reader, relevance judge, query rewriter), found, loaded and used like any chat backend, and scored on
+held-out data.
 
 Where a specialist lives: a committed one in models/specialists/<job>/ comes first (it is what the lessons'
 recorded outputs were made with, the same on every machine), then the one `make specialists` built under

@@ -413,7 +413,8 @@ def test_a_committed_specialist_loads_and_meets_its_held_out_metric(job):
     record = specialists.specialist_record(folder)
     heldout = [json.loads(line) for line in (folder / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
     chat = specialists.load_specialist(folder, threads=2)
-    # the reader's, the relevance judge's and the rewriter's records come from several sources in turn, as their builds scored them
+    # the reader's, relevance judge's and rewriter's records come from several sources in turn, as their builds
+    # scored them
     replayed = (heldout_sample(heldout, CHECKED_RECORDS) if job in ("reader", "relevance", "rewriter")
                 else heldout[:CHECKED_RECORDS])
     scores = specialists.heldout_scores(chat, replayed, job=job)
