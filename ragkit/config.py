@@ -55,6 +55,9 @@ class Settings:
     # the chat model a relevance judge asks "does the passage help answer the query?" (roles.relevance_model,
     # scored by P(yes)): '' (the chat model), 'specialist' (the relevance specialist, lesson 09) or any chat model spec
     relevance: str = ""
+    # the model that rewrites a query for search (lesson 03's rewrite and multi_query): '' (the chat model,
+    # prompted few-shot), 'specialist' (the rewriter specialist, lesson 09) or any chat model spec
+    rewriter: str = ""
 
 
 ROLES = ("decomposer", "judge", "answerer")  # the settings above that choose a chat model per job (ragkit.roles)

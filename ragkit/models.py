@@ -3,7 +3,7 @@
 RAGKIT_LLM:      local | gguf:/path/model.gguf | ollama[:model] | openai[:model]
 RAGKIT_EMBEDDER: e5 | minilm | st:<dir or name> | flag[:<dir or name>] | ollama[:model] | openai[:model]
 RAGKIT_RERANKER: course | ce:<dir or name> | flag:<dir or name> | llm   (e.g. ce:BAAI/bge-reranker-base)
-RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER, RAGKIT_READER: see ragkit.roles
+RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER, RAGKIT_REWRITER, RAGKIT_READER: see ragkit.roles
 Taught in lessons/00_setup.ipynb.
 """
 

@@ -351,3 +351,14 @@ def test_the_relevance_setting_picks_the_chat_model_another_one_or_the_relevance
     assert roles.relevance_model().chat.name == "chat ollama:qwen2.5"
     monkeypatch.setenv("RAGKIT_RELEVANCE", "specialist")
     assert roles.relevance_model().chat.name == "relevance specialist"
+
+
+def test_the_rewriter_setting_picks_the_chat_model_another_one_or_the_rewriter_specialist(monkeypatch):
+    monkeypatch.setattr(roles, "chat_model", lambda spec=None: f"chat {spec}")
+    monkeypatch.setattr(roles, "specialist", lambda job: f"{job} specialist")
+    monkeypatch.delenv("RAGKIT_REWRITER", raising=False)
+    assert roles.rewriter_model() == "chat None"
+    monkeypatch.setenv("RAGKIT_REWRITER", "ollama:qwen2.5")
+    assert roles.rewriter_model() == "chat ollama:qwen2.5"
+    monkeypatch.setenv("RAGKIT_REWRITER", " Specialist ")
+    assert roles.rewriter_model() == "rewriter specialist"
