@@ -9,7 +9,8 @@ ragkit.config.cache_dir()/specialists/<job>/. Either folder holds the peft adapt
 held-out scores, ragkit commit). A missing specialist is a ModelNotFound naming the command that builds it.
 A specialist is a ChatModel with a `job`: the pipelines ask it in its job's own prompt (ragkit.jobs), and any
 other prompt is put into that format too (its system line + the prompt's last user message); json_schema and
-grammar are dropped, since its reply format is fixed by its training. It answers every call as its job: give
+grammar are dropped, since its reply format is fixed by its training (the rewriter keeps a schema: its question
+lists are that JSON). It answers every call as its job: give
 it only that job's calls. Taught in lessons/09_specialists.ipynb.
 """
 
@@ -48,7 +49,7 @@ from ragkit.llm import ChatModel, ChatReply, LlamaCppChat, Messages, Transformer
 from ragkit.model_cache import reply_store
 from ragkit.replies import clean_item, marked_lines
 from ragkit.rerank import RelevanceJudge, yes_scores
-from ragkit.rewrite import parse_questions
+from ragkit.rewrite import parse_questions, questions_schema
 from ragkit.rewriter_records import RESTORED
 from ragkit.spans import extract
 from ragkit.specialist_records import build_records, heldout_sample, source_files
@@ -65,12 +66,14 @@ BUILD_COMMAND = "make specialists"
 
 @dataclass(frozen=True)
 class Job:
-    """One specialist job: what it is called, how long its replies are, and how it is trained by default."""
+    """One specialist job: what it is called, how long its replies are, how it is trained by default, and whether
+    it keeps a JSON schema it is asked with (its trained reply is that JSON)."""
 
     name: str
     title: str
     max_tokens: int
     config: FineTuneConfig
+    keeps_schema: bool = False
 
 
 # LoRA r8 on every projection of every layer. How long each build took is in its specialist.json (report).
@@ -91,9 +94,10 @@ JOBS = {
     "relevance": Job("relevance", "relevance judge", 1,
                      FineTuneConfig(max_length=288, lora_rank=8, lora_alpha=16.0, max_steps=420)),
     # 150 tokens: a JSON list of up to five questions (as rewrite.multi_query asks), or a Vietnamese question
-    # restored (its accented letters take several tokens each)
+    # restored (its accented letters take several tokens each). Its question lists are multi_query's schema, which
+    # it keeps: unconstrained, a build repeated one question until the token limit
     "rewriter": Job("rewriter", "query rewriter", 150,
-                    FineTuneConfig(max_length=256, lora_rank=8, lora_alpha=16.0, max_steps=300)),
+                    FineTuneConfig(max_length=256, lora_rank=8, lora_alpha=16.0, max_steps=300), keeps_schema=True),
 }
 
 
@@ -167,6 +171,17 @@ def reader_scores(predicted: Sequence[str], records: Sequence[dict]) -> dict[str
     return scores
 
 
+def asked_with(job: str, record: dict) -> dict:
+    """The options a pipeline asks the job's record with: the relevance judge for its P(yes) (a reranker ranks
+    by it); the rewriter as ragkit.rewrite asks it (a question list in multi_query's schema, a keyword query on one
+    line)."""
+    if job == "relevance":
+        return {"logprobs": RelevanceJudge.TOP}
+    if job == "rewriter":
+        return {"json_schema": questions_schema()} if record["form"] == "questions" else {"stop": ["\n"]}
+    return {}
+
+
 def rewrite_agreement(reply: str, record: dict) -> float:
     """How far a rewriter reply matches its record: exact text for a diacritics restoration, else token F1 with
     the kept rewrite (a questions reply read as rewrite.multi_query reads it)."""
@@ -206,8 +221,7 @@ def heldout_scores(chat: ChatModel, records: Sequence[dict], *, job: str) -> dic
     Taught in lessons/09_specialists.ipynb.
     """
     spec = job_of(job)
-    asked = {"logprobs": RelevanceJudge.TOP} if job == "relevance" else {}  # a reranker ranks by P(yes)
-    replies = [chat.chat(r["messages"], max_tokens=spec.max_tokens, **asked) for r in records]
+    replies = [chat.chat(r["messages"], max_tokens=spec.max_tokens, **asked_with(job, r)) for r in records]
     if job == "decomposer":
         gold = [parse_decomposition(r["answer"]) for r in records]
         stopped = [reply.finish_reason == "stop" and len(marked_lines(reply.text)) <= MAX_STEPS for reply in replies]
@@ -267,11 +281,14 @@ class Specialist:
     def chat(self, messages: Messages, *, max_tokens: int = 256, temperature: float = 0.0,
              json_schema: dict | None = None, grammar: str | None = None, stop: Sequence[str] = (),
              logprobs: int = 0) -> ChatReply:
-        """The backend's reply to the prompt in the job's format; json_schema and grammar are dropped."""
-        if json_schema or grammar:
+        """The backend's reply to the prompt in the job's format; a grammar is dropped, and so is a json_schema
+        unless the job keeps it (see Job)."""
+        kept = json_schema if job_of(self.job).keeps_schema else None
+        if grammar or json_schema != kept:
             log.info("the %s specialist ignores json_schema/grammar: its reply format is fixed by training", self.job)
         prompt = reframe(self.job, messages) if self.reframe_prompts else as_messages(messages)
         asked = {"logprobs": logprobs} if logprobs else {}  # a backend that gives none is never asked for them
+        asked |= {"json_schema": kept} if kept else {}
         reply = self.backend.chat(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, **asked)
         return dataclasses.replace(reply, model=self.name)
 

@@ -261,6 +261,24 @@ def test_a_specialist_drops_schemas_and_grammars_and_names_itself(tmp_path):
     assert messages[0]["content"] == SYSTEMS["decomposer"] and reply.model.startswith("decomposer specialist")
 
 
+def test_the_rewriter_specialist_keeps_a_json_schema_its_question_lists_follow(tmp_path):
+    backend = ScriptedChat('{"questions": ["Who wrote Dracula?"]}')
+    chat = Specialist("rewriter", backend, path=tmp_path / "rewriter", record={})
+    chat.chat("questions: who wrote dracula", json_schema={"type": "object"}, grammar="root ::= x")
+    assert backend.calls[0][1]["json_schema"] == {"type": "object"} and "grammar" not in backend.calls[0][1]
+
+
+def test_the_rewriter_is_scored_on_held_out_records_as_lesson_03_asks_it():
+    records = [{"messages": [{"role": "user", "content": "keywords: q"}], "form": "keywords", "source": "s:1",
+                "answer": "q"},
+               {"messages": [{"role": "user", "content": "questions: q"}], "form": "questions", "source": "s:2",
+                "answer": '{"questions": ["q?"]}'}]
+    backend = ScriptedChat("q", '{"questions": ["q?"]}')
+    scores = specialists.heldout_scores(backend, records, job="rewriter")
+    assert backend.calls[0][1]["stop"] == ["\n"] and backend.calls[1][1]["json_schema"]["required"] == ["questions"]
+    assert scores["agreement"] == 1.0
+
+
 def test_cot_rag_takes_a_specialist_like_any_backend(tmp_path):
     from ragkit.cot_rag import decompose
     from ragkit.reasoning import Meter
