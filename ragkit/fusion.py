@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragkit.corpus import Hit, Search
+from ragkit.errors import EmptyQueryError
 
 RRF_K = 60  # the constant of Cormack et al. (2009); it damps the weight of the very top ranks
 
@@ -67,10 +68,19 @@ def lead_then_interleave(lead: Sequence[Hit], rankings: Sequence[Sequence[Hit]],
 
 def fuse_queries(search: Search, queries: Sequence[str], *, k: int = 5,
                  depth: int = 20, rrf_k: int = RRF_K) -> list[Hit]:
-    """Run one search per query (depth hits each) and fuse the lists with RRF.
+    """Run one search per query (depth hits each) and fuse the lists with RRF; a query with no word the retriever
+    can search with (a generated "What can I do for you?" under BM25) is left out, unless every query is.
 
     Taught in lessons/03_query_rewriting.ipynb.
     """
     if not queries:
         raise ValueError("no queries to search with")
-    return reciprocal_rank_fusion([search(query, k=depth) for query in queries], k=rrf_k, limit=k)
+    rankings, problem = [], None
+    for query in queries:
+        try:
+            rankings.append(search(query, k=depth))
+        except EmptyQueryError as err:
+            problem = err
+    if not rankings:
+        raise problem
+    return reciprocal_rank_fusion(rankings, k=rrf_k, limit=k)

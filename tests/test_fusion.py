@@ -1,7 +1,10 @@
 import pytest
 
 from ragkit.corpus import Doc, Hit
+from ragkit.errors import EmptyQueryError
 from ragkit.fusion import fuse_queries, interleave, lead_then_interleave, reciprocal_rank_fusion
+from ragkit.lexical import BM25Index
+from ragkit.text import search_tokenize
 
 
 def hits(*ids: str) -> list[Hit]:
@@ -81,3 +84,12 @@ def test_weights_of_one_are_plain_rrf_and_a_weight_of_zero_drops_its_list():
 def test_bad_weights_are_clear_errors(weights, message):
     with pytest.raises(ValueError, match=message):
         reciprocal_rank_fusion([hits("a"), hits("b")], weights=weights)
+
+
+def test_fuse_queries_leaves_out_a_query_with_nothing_to_search_but_not_every_query():
+    docs = [Doc("d1", "sick leave rules"), Doc("d2", "office hours"), Doc("d3", "expense claims"), Doc("d4", "laptops")]
+    index = BM25Index(docs, tokenizer=search_tokenize)
+    fused = fuse_queries(index.search, ["sick leave", "What can I do for you?"], k=2)
+    assert [hit.id for hit in fused] == ["d1"]
+    with pytest.raises(EmptyQueryError):
+        fuse_queries(index.search, ["What can I do for you?", "Is it?"], k=2)
