@@ -30,7 +30,7 @@ from ragkit.corpus import Doc, Search, check_query, evaldata_files, read_evaldat
 from ragkit.dense import DenseIndex
 from ragkit.errors import EmptyQueryError
 from ragkit.evaluate import mean, reciprocal_rank
-from ragkit.fusion import reciprocal_rank_fusion
+from ragkit.fusion import fuse_queries
 from ragkit.jobs import REWRITE_FORMS, checked_form, rewriter_messages
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatModel
@@ -91,17 +91,10 @@ def _samples(chat: ChatModel, prompt: list[dict], n: int, temperature: float, ma
 
 
 def fused_ranking(queries: Sequence[str], search: Search, *, depth: int = DEPTH) -> list[str]:
-    """The ids of the top depth documents: one query's search, or several queries' searches fused by RRF; a query
-    with no searchable word (only stop words, as 'How is it?') finds nothing."""
-    rankings = [searched(search, query, depth) for query in queries]
-    ranked = rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings, limit=depth)
-    return [hit.id for hit in ranked[:depth]]
-
-
-def searched(search: Search, query: str, depth: int) -> list:
-    """The query's top depth hits; none for a query with no word the retriever can search with."""
+    """The ids of the top depth documents: one query's search, or several queries' searches fused by RRF (as
+    multi_query's are searched); a query with no searchable word (only stop words, as 'How is it?') finds nothing."""
     try:
-        return list(search(query, k=depth))
+        return [hit.id for hit in fuse_queries(search, queries, k=depth, depth=depth)]
     except EmptyQueryError:
         return []
 

@@ -43,10 +43,7 @@ def reader_model() -> Reader:
 def relevance_model() -> RelevanceJudge:
     """The relevance judge the relevance setting names: the relevance specialist, else a chat model (its spec's,
     else the chat model) asked in the same prompt."""
-    spec = load_settings().relevance.strip()
-    if spec.lower() == "specialist":
-        return RelevanceJudge(specialist("relevance"))
-    return RelevanceJudge(chat_model(spec or None))
+    return RelevanceJudge(_chat_for("relevance", load_settings().relevance))
 
 
 def rewriter_model() -> ChatModel:
