@@ -158,10 +158,13 @@ class RelevanceJudge:
 
     TOP = 10  # first-token alternatives asked for: a model that answers yes or no has both among them
 
+    PROBE = relevance_messages("Is the sky blue?", "Sky", "The sky is blue.")  # a first token that is a whole word
+
     def __init__(self, chat: ChatModel):
         self.chat, self.name = chat, f"P(yes) relevance ({chat.name})"
         self.unreadable = 0  # replies that ended at once or hold neither yes nor no among their first tokens: 0.5
         self.seconds = 0.0
+        self.gives_probabilities: bool | None = None  # whether the backend returns them; None until known
 
     def score(self, query: str, docs: Sequence[Doc]) -> np.ndarray:
         """P(yes) in [0, 1] for each doc; 0.5 (counted as unreadable) where a reply gives no probabilities or
@@ -170,13 +173,22 @@ class RelevanceJudge:
         replies = [self.chat.chat(relevance_messages(query, doc.title, doc.text), max_tokens=1, logprobs=self.TOP)
                    for doc in docs]
         self.seconds += sum(reply.seconds for reply in replies)
-        if replies and not any(reply.top_logprobs for reply in replies) and any(reply.text for reply in replies):
-            raise BackendError(f"{self.chat.name} returned no token probabilities, which the relevance judge "
-                               "scores by: use llama.cpp or an OpenAI-compatible endpoint that returns logprobs, "
-                               "or the 0-10 LLMReranker")
+        self._check_backend(replies)
         scores, unreadable = yes_scores(replies)
         self.unreadable += unreadable
         return np.array(scores, dtype=np.float32)
+
+    def _check_backend(self, replies: Sequence[ChatReply]) -> None:
+        """Raise if the backend returns no token probabilities at all. Replies without them may only start with
+        part of a character (a Chinese query's, all of them at times): one English probe tells the two apart."""
+        if any(reply.top_logprobs for reply in replies):
+            self.gives_probabilities = True
+        elif self.gives_probabilities is None and any(reply.text for reply in replies):
+            self.gives_probabilities = bool(self.chat.chat(self.PROBE, max_tokens=1, logprobs=self.TOP).top_logprobs)
+        if self.gives_probabilities is False:
+            raise BackendError(f"{self.chat.name} returned no token probabilities, which the relevance judge "
+                               "scores by: use llama.cpp or an OpenAI-compatible endpoint that returns logprobs, "
+                               "or the 0-10 LLMReranker")
 
 
 def yes_scores(replies: Sequence[ChatReply]) -> tuple[list[float], int]:

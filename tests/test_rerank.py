@@ -84,6 +84,10 @@ def test_the_relevance_judge_refuses_a_backend_without_token_probabilities_and_a
     # llama.cpp gives none for a first token that is part of a character; the other replies still count
     partial = RelevanceJudge(ScriptedChat(ChatReply("\ufffd", "m"), first_tokens(("yes", 0.0))))
     assert partial.score("q", DOCS[:2]).tolist() == [0.5, 1.0] and partial.unreadable == 1
+    # every reply part of a character (as for a Chinese query): an English probe shows the backend gives them
+    chinese = ScriptedChat(ChatReply("\ufffd", "m"), ChatReply("\ufffd", "m"), first_tokens(("yes", 0.0)))
+    assert RelevanceJudge(chinese).score("q", DOCS[:2]).tolist() == [0.5, 0.5]
+    assert chinese.calls[-1][0] == RelevanceJudge.PROBE and len(chinese.calls) == 3
     with pytest.raises(EmptyQueryError):
         RelevanceJudge(ScriptedChat("yes")).score(" ", DOCS[:1])
 
