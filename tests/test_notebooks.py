@@ -1,10 +1,11 @@
 """What every committed notebook must hold for nbval to test something (docs/testing.md):
 - no cell is skipped (NBVAL_SKIP), and every cell names at most one valid comparison (tests/nbval_compare.py);
 - every cell whose output a run may leave uncompared (NBVAL_CHAT_OUTPUT, NBVAL_IGNORE_OUTPUT), the first cell
-  that prints versions aside, is followed by a cell with an `assert` statement that uses at least one name the
-  uncompared cell defined (assigned or assigned into as in `results[name] = ...`, a for-loop target, imported,
-  def or class): what must hold of its results whatever the model replied. The last cell of a notebook has no
-  successor, so it may not be one of them. Names and `assert` statements are found with `ast`, outside the
+  that prints versions aside, ends with an `assert` statement on a name it defined, or is followed by a cell with
+  an `assert` statement that uses at least one name the uncompared cell defined, or by a `check_exercise` cell
+  whose exercise reads one of them (assigned or assigned into as in `results[name] = ...`, a for-loop target,
+  imported, def or class): what must hold of its results whatever the model replied. The last cell of a notebook
+  has no successor, so it must check itself. Names and `assert` statements are found with `ast`, outside the
   bodies of functions, classes and comprehensions.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.exercises.checking import _EXERCISES, exercise, find_exercise
 from tests.nbval_compare import cell_tolerances, comparison_kind
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,13 +73,34 @@ def asserts(source: str) -> bool:
     return any(isinstance(node, ast.Assert) for node in _module_level(ast.parse(source)))
 
 
+def exercise_checks(source: str) -> list[str]:
+    """The numbers of the exercises a cell checks with `check_exercise("N.M", ...)`."""
+    return [node.args[0].value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check_exercise"
+            and node.args and isinstance(node.args[0], ast.Constant)]
+
+
+def checked_names(source: str) -> set[str]:
+    """The names a cell's asserts and exercise checks may read: every name it reads, and each checked exercise's."""
+    return used_names(source).union(*(find_exercise(number).names for number in exercise_checks(source)))
+
+
+def checks_itself(source: str) -> bool:
+    """True for a cell whose last statement is an `assert` on a name the cell defined."""
+    body = ast.parse(source).body
+    return bool(body) and isinstance(body[-1], ast.Assert) and bool(
+        defined_names(source) & {node.id for node in ast.walk(body[-1]) if isinstance(node, ast.Name)})
+
+
 def check_problem(source: str, successor: str | None) -> str:
-    """Why the cell after an uncompared cell does not check it ("" if it does)."""
+    """Why neither an uncompared cell's own last statement nor the cell after it checks it ("" if one does)."""
+    if checks_itself(source):
+        return ""
     if successor is None:
         return "it is the notebook's last cell: no cell after it asserts what holds of its results"
-    if not asserts(successor):
-        return "the cell after it has no assert statement"
-    if not defined_names(source) & used_names(successor):
+    if not asserts(successor) and not exercise_checks(successor):
+        return "the cell after it has no assert statement and checks no exercise"
+    if not defined_names(source) & checked_names(successor):
         return f"the cell after it asserts on none of the names it defines ({', '.join(sorted(defined_names(source)))})"
     return ""
 
@@ -162,6 +185,25 @@ def test_a_check_on_a_name_the_cell_defined_passes(cell, successor):
     assert unchecked([VERSIONS, "questions = load()", cell, successor]) == []
 
 
+def test_a_cell_that_ends_by_asserting_on_what_it_made_checks_itself():
+    assert unchecked([VERSIONS, "questions = load()", CHAT_CELL + "\nassert all(replies)"]) == []
+
+
+@pytest.mark.parametrize("ending", ["assert all(replies)\nprint('done')", "assert len(questions) == 8"])
+def test_an_assert_that_is_not_last_or_not_on_the_cells_names_does_not(ending):
+    assert unchecked([VERSIONS, "questions = load()", f"{CHAT_CELL}\n{ending}"]) != []
+
+
+def test_an_exercise_check_on_a_name_the_cell_defined_passes():
+    exercise("99.3", names=("selective", "calls"), expects="a policy's questions and its calls")(lambda *values: None)
+    try:
+        solved = "# NBVAL_CHAT_OUTPUT\nselective = policy(questions)\ncalls = count(selective)"
+        assert unchecked([VERSIONS, solved, 'check_exercise("99.3", globals())']) == []
+        assert unchecked([VERSIONS, "# NBVAL_CHAT_OUTPUT\nother = 1", 'check_exercise("99.3", globals())']) != []
+    finally:
+        _EXERCISES.pop("99.3")
+
+
 def test_names_local_to_a_function_or_comprehension_are_not_defined_by_the_cell():
     assert defined_names("def f(x):\n    y = x\n    return y\nz = [w for w in range(3)]") == {"f", "z"}
 
@@ -187,3 +229,4 @@ def exercise_headings(path) -> list[str]:
     markdown = "\n".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
                          if c["cell_type"] == "markdown")
     return re.findall(r"^### Exercise [\d.]+", markdown, flags=re.M)
+
