@@ -1,5 +1,7 @@
 """What every committed notebook must hold for nbval to test something (docs/testing.md):
 - no cell is skipped (NBVAL_SKIP), and every cell names at most one valid comparison (tests/nbval_compare.py);
+- every lesson exercise ends with a `check_exercise("N.M", globals())` cell, in the lesson and in its solution, and
+  the committed outputs show the lesson's stub not done and the solution passed;
 - every cell whose output a run may leave uncompared (NBVAL_CHAT_OUTPUT, NBVAL_IGNORE_OUTPUT), the first cell
   that prints versions aside, ends with an `assert` statement on a name it defined, or is followed by a cell with
   an `assert` statement that uses at least one name the uncompared cell defined, or by a `check_exercise` cell
@@ -230,3 +232,33 @@ def exercise_headings(path) -> list[str]:
                          if c["cell_type"] == "markdown")
     return re.findall(r"^### Exercise [\d.]+", markdown, flags=re.M)
 
+
+def exercise_sections(path: Path) -> dict[str, list[dict]]:
+    """Each exercise's number and the code cells under its heading, up to the next heading or markdown '##'."""
+    sections, current = {}, None
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            heading = re.search(r"^### Exercise ([\d.]+)", source, flags=re.M)
+            current = heading.group(1) if heading else (None if re.search(r"^##? ", source, re.M) else current)
+            if heading:
+                sections[current] = []
+        elif current:
+            sections[current].append(cell)
+    return sections
+
+
+def printed(cell: dict) -> str:
+    """The text a code cell printed."""
+    return "".join("".join(output.get("text", "")) for output in cell.get("outputs", []))
+
+
+@pytest.mark.parametrize("lesson", sorted((ROOT / "lessons").glob("*.ipynb")), ids=lambda p: p.name)
+def test_every_exercise_ends_with_its_check_which_its_solution_passes(lesson):
+    for path, outcome in ((lesson, "not done yet"), (ROOT / "solutions" / lesson.name, "passed")):
+        for number, cells in exercise_sections(path).items():
+            where = f"{path.parent.name}/{path.name}, exercise {number}"
+            assert cells, f"{where}: no code cell"
+            last = "".join(cells[-1]["source"])
+            assert exercise_checks(last) == [number], f"{where}: the last code cell is not its check_exercise"
+            assert f"Exercise {number}: {outcome}" in printed(cells[-1]), f"{where}: the output is not '{outcome}'"
