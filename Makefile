@@ -101,27 +101,24 @@ notebooks: $(STAMP) reranker base-model
 # The notebooks as another machine runs them (tests/portable/sitecustomize.py; see
 # docs/testing.md). First every embedding vector moved by a seeded relative 1e-2 and every reranker score
 # by 1e-3 (what another CPU's kernels do to them), with an on-disk Qdrant folder; then the chat
-# lessons with the chat model's seed changed, so that its replies differ. Lesson 09's reseeded cells run on one
-# thread: on the default two, its fine-tuning cell ran 3x slower beside the loaded chat model (2026-12-01). The
-# perturbed lessons have no training cell and run on the default two, as lessons 03, 06 and 07 reseeded do: in the
-# perturbed lesson 08 every answer of section 6 whose passages moved misses the store and is read again, at half
-# the speed on one thread. The model store of
+# lessons with the chat model's seed changed, so that its replies differ. All run on the default two threads:
+# lesson 09 trains before it loads any chat model (its fine-tuning cell ran 3x slower beside a loaded chat model,
+# 2026-12-01), and in the perturbed lesson 08 every answer of section 6 whose passages moved misses the store and
+# is read again, at half the speed on one thread. The model store of
 # `make notebooks` is reused: a chat reply depends only on its request (the same with one and two threads), and
 # perturbed vectors and scores are stored apart.
 PORTABLE_ENV := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
-# one thread runs a cell that misses the model store at about half the speed: twice the cell time limit
+# a cell that misses the model store computes everything again (another seed, moved vectors): twice the time limit
 PORTABLE_NBVAL := $(subst --nbval-cell-timeout=900,--nbval-cell-timeout=1800,$(NBVAL))
 # lessons only: a solution repeats its lesson's cells under the same harness, and `make test` runs every solution
 PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb)
-RESEEDED := lessons/03_query_rewriting.ipynb lessons/06_cot_rag.ipynb lessons/07_rethinking_with_retrieval.ipynb
-RESEEDED_ONE_THREAD := lessons/09_specialists.ipynb
+RESEEDED := $(foreach n,03_query_rewriting 06_cot_rag 07_rethinking_with_retrieval 09_specialists,lessons/$(n).ipynb)
 PORTABLE_STORE := .cache/portable-qdrant
 test-portable: $(STAMP) reranker base-model
 	rm -rf $(PORTABLE_STORE)
 	$(PORTABLE_ENV) HARNESS_EMBEDDING_NOISE=1e-2 HARNESS_SCORE_NOISE=1e-3 RAGKIT_STORE=$(CURDIR)/$(PORTABLE_STORE) \
 	  $(BIN)/python -m pytest $(PORTABLE_NBVAL) $(PERTURBED) -q
 	$(PORTABLE_ENV) HARNESS_CHAT_SEED=7 $(BIN)/python -m pytest $(PORTABLE_NBVAL) $(RESEEDED) -q
-	$(PORTABLE_ENV) RAGKIT_THREADS=1 HARNESS_CHAT_SEED=7 $(BIN)/python -m pytest $(PORTABLE_NBVAL) $(RESEEDED_ONE_THREAD) -q
 
 # The offline install as a room without network gets it: a fresh venv filled by `make install WHEELHOUSE=...` from
 # the wheelhouse alone (made first if absent), with none of this machine's pip settings or cache, and in a network
