@@ -5,6 +5,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import tomllib
 
 import pytest
 
@@ -82,3 +83,10 @@ def test_the_decomposer_records_from_the_project_data_are_those_the_committed_sp
     digest = hashlib.sha256(json.dumps(records, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     committed = json.loads((PROJECT_DIR / "models" / "specialists" / "decomposer" / "specialist.json").read_text())
     assert digest == committed["data"]["records_sha256"]  # as ragkit.specialists records it
+
+
+def test_every_ragkit_package_is_shipped():
+    listed = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = sorted(".".join(init.parent.relative_to(PROJECT_DIR).parts)
+                   for init in (PROJECT_DIR / "ragkit").rglob("__init__.py"))
+    assert sorted(listed) == found, "list every ragkit package in pyproject.toml's [tool.setuptools] packages"
