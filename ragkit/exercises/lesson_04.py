@@ -5,26 +5,16 @@ compare the learner's lists with stage 1 and stage 2 of the same run (`stage1`, 
 """
 
 from collections.abc import Mapping
+from functools import partial
 from numbers import Integral
 
 from ragkit.corpus import Question
-from ragkit.evaluate import Evaluation
-from ragkit.exercises.checking import exercise, require
+from ragkit.exercises.checking import evaluated_lists, exercise, require
 
 SCORE_NOISE = 1e-4  # the same pair scored in another batch may differ in its last digits
 
 
-def retrieved_lists(run, questions, name: str) -> list[list[str]]:
-    """Each gold question's retrieved ids from an Evaluation over the gold questions, refusing anything else."""
-    require(isinstance(run, Evaluation), f"`{name}` should be what evaluate_pipeline returns (an Evaluation, which "
-                                         f"keeps each question's list), not a {type(run).__name__}")
-    ids = [row.get("id") for row in run.per_question]
-    require(ids == [q.id for q in questions], f"`{name}` should be evaluated on the {len(questions)} gold questions "
-                                              f"(`questions`, in order); it has {len(ids)}")
-    require("ndcg@5" in run.means and any(key.startswith("mrr@") for key in run.means),
-            f"`{name}` has no nDCG@5 or no MRR: evaluate with metrics=('ndcg', 'mrr') and ks=(5,); it has "
-            f"{', '.join(run.means)}")
-    return [list(row["retrieved"]) for row in run.per_question]
+retrieved_lists = partial(evaluated_lists, metric="ndcg@5", label="nDCG@5", how="metrics=('ndcg', 'mrr') and ks=(5,)")
 
 
 def cross_encoder_scores(question, stage1, stage2) -> dict[str, float]:

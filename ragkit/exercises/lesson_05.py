@@ -5,25 +5,14 @@ they relate to section 4 and 6's runs in the same notebook; BM25 is exact everyw
 """
 
 from collections.abc import Mapping
+from functools import partial
 
-from ragkit.evaluate import Evaluation
-from ragkit.exercises.checking import exercise, require
+from ragkit.exercises.checking import evaluated_lists, exercise, require
 from ragkit.lexical import BM25Index
 from ragkit.parent_child import ParentChildIndex
 from ragkit.text import search_tokenize
 
-
-def retrieved_lists(run, questions, name: str) -> list[list[str]]:
-    """Each gold question's retrieved ids from an Evaluation with hit@1 and MRR, refusing anything else."""
-    require(isinstance(run, Evaluation), f"`{name}` should be what evaluate_pipeline returns (an Evaluation, which "
-                                         f"keeps each question's list), not a {type(run).__name__}")
-    ids = [row.get("id") for row in run.per_question]
-    require(ids == [q.id for q in questions], f"`{name}` should be evaluated on the {len(questions)} gold questions "
-                                              f"(`questions`, in order); it has {len(ids)}")
-    require("hit@1" in run.means and any(key.startswith("mrr@") for key in run.means),
-            f"`{name}` has no hit@1 or no MRR: evaluate with metrics=('hit', 'mrr') and ks=(1, 5); it has "
-            f"{', '.join(run.means)}")
-    return [list(row["retrieved"]) for row in run.per_question]
+retrieved_lists = partial(evaluated_lists, metric="hit@1", label="hit@1", how="metrics=('hit', 'mrr') and ks=(1, 5)")
 
 
 def parents_once(lists: list[list[str]], questions, by_id, name: str) -> None:
