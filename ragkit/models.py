@@ -1,6 +1,6 @@
 """Resolve the one setting into a loaded backend, once per process.
 
-RAGKIT_LLM:      local | gguf:/path/model.gguf | ollama[:model] | openai[:model]
+RAGKIT_LLM:      local | smollm2 | qwen-0.5b | qwen-1.5b | gguf:/path/model.gguf | ollama[:model] | openai[:model]
 RAGKIT_EMBEDDER: e5 | minilm | st:<dir or name> | flag[:<dir or name>] | ollama[:model] | openai[:model]
 RAGKIT_RERANKER: course | ce:<dir or name> | flag:<dir or name> | llm   (e.g. ce:BAAI/bge-reranker-base)
 RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER, RAGKIT_REWRITER, RAGKIT_READER: see ragkit.roles
@@ -23,11 +23,13 @@ from ragkit.embeddings import (
     SentenceTransformerEmbedder,
 )
 from ragkit.errors import ConfigError, ModelNotFound
+from ragkit.ladder import QWEN, qwen_path
 from ragkit.llm import ChatModel, LlamaCppChat, OllamaChat, OpenAIChat, smollm2_path
 from ragkit.model_cache import CachedEmbedder, CachedReranker, reply_store
 from ragkit.rerank import CrossEncoderReranker, FlagCrossEncoderReranker, LLMReranker, Reranker
 
-LLM_KINDS = ("local", "gguf", "ollama", "openai")
+LLM_KINDS = ("local", "smollm2", *QWEN, "gguf", "ollama", "openai")
+LOCAL = "smollm2"  # the ladder rung RAGKIT_LLM=local (the default) names
 EMBEDDER_KINDS = ("e5", "minilm", "st", "flag", "ollama", "openai")
 RERANKER_KINDS = ("course", "ce", "flag", "llm")
 HIDDEN = "***"  # what describe() shows in place of a URL's user, password and query values
@@ -36,7 +38,9 @@ HIDDEN = "***"  # what describe() shows in place of a URL's user, password and q
 def chat_model(spec: str | None = None) -> ChatModel:
     """The chat model the settings name (or spec), loaded on first use and then reused."""
     settings = load_settings()
-    return _chat_model(spec or settings.llm, settings.threads, settings.ollama_host, settings.model_cache,
+    spec = spec or settings.llm
+    spec = LOCAL if split_spec(spec)[0] == "local" else spec  # one loaded model, whichever name asked for it
+    return _chat_model(spec, settings.threads, settings.ollama_host, settings.model_cache,
                        settings.timeout)
 
 
@@ -58,8 +62,10 @@ def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = ""
                 timeout: float = DEFAULT_TIMEOUT) -> ChatModel:
     kind, argument = split_spec(spec)
     replies = reply_store(model_cache)
-    if kind == "local":
+    if kind == "smollm2":
         return LlamaCppChat(smollm2_path(), threads=threads, replies=replies)
+    if kind in QWEN:
+        return LlamaCppChat(qwen_path(kind), threads=threads, replies=replies)
     if kind == "gguf":
         if not argument:
             raise ConfigError("RAGKIT_LLM=gguf needs a path: gguf:/full/path/to/model.gguf")
@@ -69,7 +75,7 @@ def _chat_model(spec: str, threads: int, ollama_host: str, model_cache: str = ""
     if kind == "openai":
         return OpenAIChat(argument or "gpt-4o-mini", **openai_settings(), timeout=timeout)
     raise ConfigError(f"unknown chat backend {spec!r}: use one of {', '.join(LLM_KINDS)} "
-                      "(e.g. RAGKIT_LLM=ollama:qwen2.5:3b-instruct)")
+                      "(e.g. RAGKIT_LLM=qwen-0.5b or RAGKIT_LLM=ollama:qwen2.5:3b-instruct)")
 
 
 @cache
