@@ -43,3 +43,23 @@ def test_search_children_shows_what_the_index_sees():
 def test_empty_parents_are_refused():
     with pytest.raises(CorpusError):
         ParentChildIndex([], BM25Index)
+
+
+class ScriptedIndex:
+    """A child index that returns fixed hits, best first, whatever the query."""
+
+    def __init__(self, children, ranked):
+        self.by_id = {child.id: child for child in children}
+        self.ranked = ranked
+
+    def search(self, query, *, k):
+        from ragkit.corpus import Hit
+
+        return [Hit(self.by_id[child_id], score) for child_id, score in self.ranked][:k]
+
+
+def test_a_parent_keeps_its_best_childs_score_and_child_not_a_later_one():
+    ranked = [("sick#1", 0.9), ("vpn#0", 0.7), ("sick#0", 0.2), ("vpn#1", 0.1)]
+    index = ParentChildIndex(PARENTS, lambda children: ScriptedIndex(children, ranked))
+    hits = index.search("any", k=2)
+    assert [(h.id, h.child.id, h.score) for h in hits] == [("sick", "sick#1", 0.9), ("vpn", "vpn#0", 0.7)]

@@ -44,6 +44,11 @@ def test_rerank_orders_by_the_new_scores_and_cuts_to_k():
     assert [h.id for h in rerank("q", hits(*docs), LengthReranker(), k=2)] == ["b", "c"]
 
 
+def test_rerank_ties_keep_the_first_stage_order():
+    docs = [Doc("first", "aa"), Doc("second", "bb"), Doc("longest", "ccc"), Doc("third", "dd")]
+    assert [h.id for h in rerank("q", hits(*docs), LengthReranker())] == ["longest", "first", "second", "third"]
+
+
 def test_rerank_of_zero_documents_is_empty():
     assert rerank("q", [], LengthReranker()) == []
 

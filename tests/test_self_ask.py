@@ -75,6 +75,12 @@ def test_references_to_missing_or_empty_steps_are_dropped_with_a_note():
     assert resolve_references("Where was # 2 born?", ["A", ""])[1]  # found nothing: not a silent blank
 
 
+def test_each_reference_resolves_to_its_own_step_not_the_first():
+    assert resolve_references("Is #2 older than #1?", ["Tchaikovsky", "Votkinsk", "1840"]) == (
+        "Is Votkinsk older than Tchaikovsky?", [])
+    assert resolve_references("When was #3 founded?", ["A", "B", "Udmurtia"])[0] == "When was Udmurtia founded?"
+
+
 def test_a_step_without_hits_finds_nothing_and_says_so():
     search = routed_search([("Who composed", ["nut"])])
     result = self_ask(QUESTION, search, decomposer=ScriptedChat("1. Which ballet?\n2. Who composed #1?"),
