@@ -20,9 +20,14 @@ READ_SETTINGS := RAGKIT_CONFIG RAGKIT_LLM RAGKIT_EMBEDDER RAGKIT_RERANKER RAGKIT
 	RAGKIT_TIMEOUT RAGKIT_MODEL_CACHE RAGKIT_DECOMPOSER RAGKIT_JUDGE RAGKIT_ANSWERER RAGKIT_REWRITER RAGKIT_READER RAGKIT_RELEVANCE RAGKIT_DATA RAGKIT_CACHE RAGKIT_EVALDATA \
 	OLLAMA_HOST OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_WEBHOOK_SECRET OPENAI_LOG \
 	HARNESS_EMBEDDING_NOISE HARNESS_SCORE_NOISE HARNESS_NOISE_SEED HARNESS_CHAT_SEED
-SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_%,$(.VARIABLES))
-TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE)),-u $(v)) \
-	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0
+SET_HERE := $(filter RAGKIT_% OLLAMA_% OPENAI_% HARNESS_% JUPYTER_%,$(.VARIABLES))
+# What else would reach a notebook's kernel from the learner's shell: modules on PYTHONPATH, a startup script, IPython's
+# and Jupyter's own folders (their startup files and kernel settings), and a hub that is allowed to download.
+KERNEL_SETTINGS := PYTHONPATH PYTHONSTARTUP PYTHONHOME IPYTHONDIR JUPYTER_CONFIG_DIR JUPYTER_DATA_DIR JUPYTER_PATH \
+	JUPYTER_RUNTIME_DIR JUPYTER_PLATFORM_DIRS
+TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE) $(KERNEL_SETTINGS)),-u $(v)) \
+	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+	IPYTHONDIR=$(CURDIR)/.cache/ipython JUPYTER_CONFIG_DIR=$(CURDIR)/.cache/jupyter-config
 
 .PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-rewriter bench-specialists bench-ladder lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
