@@ -8,8 +8,9 @@ A generated region of a document is delimited by two HTML comments, which the re
 
 and this script rewrites only what is between them (a region may also sit inside one line). The kinds:
 
-- `rows benchmarks/results/NAME.json [limit=N]`: the result file's `rows` as a table (the table the benchmark
-  printed), its columns in the file's order, columns empty in every row left out.
+- `rows benchmarks/results/NAME.json [limit=N] [from=KEY]`: the result file's `rows` as a table (the table the
+  benchmark printed), its columns in the file's order, columns empty in every row left out; with `from=KEY`, the
+  rows of its `extra[KEY]` instead (a second table the benchmark printed).
 - `gains benchmarks/results/NAME.json`: its `significance.gains` (each rung's gain over each base, paired
   bootstrap 95% interval), as the benchmark printed them.
 - `stages benchmarks/results/NAME.json`: its `stages` (wall time, throughput, peak memory of each stage).
@@ -140,7 +141,9 @@ def test_seconds(number: str) -> float:
 
 def rows_region(args: list[str]) -> str:
     path, options = args[0], dict(arg.split("=", 1) for arg in args[1:])
-    rows = load_json(path)["rows"][:int(options.get("limit", 10**9))]
+    record = load_json(path)
+    rows = record["extra"][options["from"]] if "from" in options else record["rows"]
+    rows = rows[:int(options.get("limit", 10**9))]
     columns = [key for key in dict.fromkeys(key for row in rows for key in row)
                if any(row.get(key) not in (None, "") for row in rows)]
     return table(columns, [[number_text(row.get(key), key) for key in columns] for row in rows])
