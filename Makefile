@@ -29,7 +29,7 @@ TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE) $(KERNEL_SETTING
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
 	IPYTHONDIR=$(CURDIR)/.cache/ipython JUPYTER_CONFIG_DIR=$(CURDIR)/.cache/jupyter-config
 
-.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-rewriter bench-specialists bench-ladder lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-rewriter bench-specialists bench-ladder mutants lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -146,6 +146,13 @@ test-offline: $(WHEELHOUSE_DIR)/.complete
 	  from ragkit.ladder import QWEN, part_files; [part_files(model) for model in QWEN.values()]"
 	$(TEST_ENV) $(OFFLINE_VENV)/bin/python -m pytest tests/test_environment.py -q -p no:cacheprovider
 	rm -rf $(OFFLINE_VENV)
+
+# One planted bug at a time in a scratch copy (tests/mutants.py): the unit tests and notebooks that should catch it,
+# with the recorded chat replies and reseeded; writes tests/mutants_result.json (docs/testing.md shows it). Hours for
+# every stage; MUTANTS_ARGS="--stages unit" takes minutes.
+MUTANTS_ARGS ?=
+mutants: $(STAMP) reranker base-model
+	$(BIN)/python -m tests.mutants $(MUTANTS_ARGS)
 
 # Re-run every notebook in place (after changing a lesson), then commit the outputs. The chat model's
 # fingerprint on this machine goes to tests/recorded_chat.json (see tests/chat_fingerprint.py).
