@@ -4,8 +4,8 @@ llama.cpp picks its CPU kernels by the instructions a CPU has, so another CPU ca
 The fingerprint is those instructions (as llama.cpp reports them) plus a digest of the replies to three
 fixed prompts. `make execute` records it in tests/recorded_chat.json; under nbval, cells marked
 NBVAL_CHAT_OUTPUT are compared only when this machine's fingerprint equals the recorded one.
-A missing file means no fingerprint was recorded (chat cells are then never compared); a file that is there
-but cannot be read as a fingerprint is an error (UnreadableFingerprint), not a missing one.
+A missing file, or one that cannot be read as a fingerprint, is an error (UnreadableFingerprint): without a
+fingerprint no chat cell could ever be compared, and the run would pass whatever the replies.
 """
 
 from __future__ import annotations
@@ -49,11 +49,12 @@ class UnreadableFingerprint(RuntimeError):
 
 @cache
 def recorded() -> dict[str, str]:
-    """The fingerprint of the machine that recorded the committed outputs ({} if the file is missing)."""
+    """The fingerprint of the machine that recorded the committed outputs."""
     try:
         found = json.loads(RECORDED.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {}
+        raise UnreadableFingerprint(f"{RECORDED} is missing, so no chat cell could be compared: restore it with git, "
+                                    "or record this machine's with `make execute`") from None
     except (OSError, ValueError) as error:
         raise UnreadableFingerprint(f"{RECORDED} cannot be read ({error}): restore it with git, or record this "
                                     "machine's with `make execute`") from error
@@ -70,13 +71,12 @@ def _current_cached() -> dict[str, str]:
 
 def replies_as_recorded() -> bool:
     """True if this machine's fingerprint equals the recorded one."""
-    return bool(recorded()) and _current_cached() == recorded()
+    then = recorded()  # read first: a missing or broken recording fails before the model loads
+    return _current_cached() == then
 
 
 def difference() -> str:
     """What differs between this machine's fingerprint and the recorded one, in words."""
-    if not recorded():
-        return f"no fingerprint was recorded ({RECORDED.name} is missing)"
     here, then = _current_cached(), recorded()
     changed = [key for key in then if here.get(key) != then[key]]
     if "llama_cpu_features" in changed:

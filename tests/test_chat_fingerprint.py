@@ -1,5 +1,5 @@
-"""The recorded chat fingerprint: a missing file means none was recorded; a file that is there but unreadable
-is an error (tests/chat_fingerprint.py)."""
+"""The recorded chat fingerprint: a missing file, or one that is there but unreadable, is an error
+(tests/chat_fingerprint.py): a run without one would compare no chat cell."""
 
 import pytest
 
@@ -20,10 +20,11 @@ def recorded_at(tmp_path, monkeypatch):
     recorded.cache_clear()
 
 
-def test_a_missing_file_means_no_fingerprint_was_recorded(recorded_at):
-    assert recorded() == {}
-    assert not replies_as_recorded()
-    assert "missing" in chat_fingerprint.difference()
+def test_a_missing_file_is_an_error_not_a_licence_to_compare_nothing(recorded_at):
+    with pytest.raises(UnreadableFingerprint, match="missing.*make execute"):
+        recorded()
+    with pytest.raises(UnreadableFingerprint):
+        replies_as_recorded()
 
 
 def test_a_recorded_fingerprint_is_read(recorded_at):
