@@ -189,6 +189,7 @@ def run_rung(rung: str, jobs, n: int, threads: int) -> dict:
         out["jobs"][job] = {"ids": [r.get("id") or r.get("source") for r in records], "items": items,
                             "calls": server.calls[before:]}
         print(f"{rung}: {job} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    out["seconds"] = round(time.perf_counter() - started)
     out["peak_mib"] = peak_rss_mb()
     out["disk_mb"] = (smollm2_path() if rung.startswith("smollm2") else qwen_path(rung)).stat().st_size / 1e6
     return out
@@ -263,6 +264,8 @@ def main() -> None:
     parser.add_argument("--rungs", default=",".join(RUNGS), help="comma-separated, of: " + ", ".join(RUNGS))
     parser.add_argument("--jobs", default=",".join(JOBS), help="comma-separated, of: " + ", ".join(JOBS))
     parser.add_argument("--n", type=positive_int, default=16, help="records per job")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other rungs of the existing result (rerun some rungs, e.g. after a noisy run)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # run one rung here and write its JSON to --out
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     add_output_options(parser, threads_help="llama.cpp threads")
@@ -281,6 +284,10 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "benchmarks.chat_ladder", "--one", rung, "--out", str(out),
                             "--jobs", ",".join(jobs), "--n", str(args.n), "--threads", str(args.threads)], check=True)
             results.append(json.loads(out.read_text()))
+    if args.merge:
+        earlier = json.loads((args.results_dir / "chat-ladder.json").read_text(encoding="utf-8"))["extra"]["runs"]
+        fresh = {r["rung"]: r for r in results}
+        results = [fresh.pop(r["rung"], r) for r in earlier] + list(fresh.values())
     rows, memory = table(results)
     write_result("chat-ladder", rows, [], {"args": {k: str(v) for k, v in vars(args).items()}, "memory": memory,
                                            "reader_by_language": by_language(results), "runs": results},
