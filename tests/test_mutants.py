@@ -23,3 +23,17 @@ def test_planting_changes_the_copy_only(tmp_path):
     plant(tmp_path, mutant)
     assert mutant.replacement in (tmp_path / mutant.file).read_text(encoding="utf-8")
     assert mutant.line in (ROOT / mutant.file).read_text(encoding="utf-8")
+
+
+def test_a_partial_run_keeps_the_other_verdicts(tmp_path, monkeypatch):
+    import json
+
+    from tests import mutants
+
+    monkeypatch.setattr(mutants, "RESULT", tmp_path / "result.json")
+    mutants.write_result([{"mutant": "M2", "lesson": "04", "breaks": "b", "unit": "caught"},
+                          {"mutant": "M1", "lesson": "07", "breaks": "a", "unit": "caught"}])
+    mutants.write_result([{"mutant": "M1", "lesson": "07", "breaks": "a", "reseeded": "MISSED"}])
+    rows = json.loads((tmp_path / "result.json").read_text())["rows"]
+    assert rows == [{"mutant": "M1", "lesson": "07", "breaks": "a", "unit": "caught", "reseeded": "MISSED"},
+                    {"mutant": "M2", "lesson": "04", "breaks": "b", "unit": "caught", "reseeded": "not run"}]
