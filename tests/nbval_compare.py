@@ -225,7 +225,7 @@ def _why_not(old: str, new: str, kind: str, tolerance: Tolerance, counts: Tolera
         return " (an @k, a denominator and a run of whole numbers such as ranks 1,2,3 are compared exactly)"
     if _is_whole(old) and kind == NUMBERS:
         return " (mark the cell NBVAL_MODEL_COUNTS if the count follows model scores)"
-    if _is_whole(old) and kind == CHAT:
+    if _is_whole(old) and kind == CHAT and counts is COUNT_TOLERANCE:  # unless the marker widened them, with why
         return " (whole numbers in chat output are exact where the chat model replies as recorded)"
     if not (counts if _is_whole(old) else tolerance).accepts(_value(old), _value(new)):
         return ", beyond the tolerance for model numbers"

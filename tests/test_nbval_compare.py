@@ -293,3 +293,11 @@ def test_the_committed_value_picks_the_rule_so_a_number_near_one_cannot_switch_r
     widened = Tolerance(absolute=0.1, relative=0.02)
     assert widened.accepts(0.97, 1.05)  # 0.97 was committed: within ±0.1, although 1.05 is above 1
     assert not Tolerance(absolute=0.02, relative=0.02).accepts(1.5, 1.45)  # above 1: within 2% only
+
+
+def test_a_chat_cell_whose_counts_also_follow_the_embedder_may_widen_them_and_only_then():
+    widened = cell_tolerances("# NBVAL_CHAT_OUTPUT ±0.06 ±3 (fixed and broke follow e5's near-ties)\nx = 1")
+    plain = cell_tolerances("# NBVAL_CHAT_OUTPUT\nx = 1")
+    assert texts_match("broke 16", "broke 18", *widened)[0]
+    assert not texts_match("broke 16", "broke 20", *widened)[0]
+    assert not texts_match("broke 16", "broke 18", *plain)[0]
