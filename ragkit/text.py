@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 
 import snowballstemmer
 
@@ -77,6 +77,7 @@ def restates(text: str, fact: str, *, share: float = 0.6) -> bool:
     return bool(words) and len(words & set(search_tokenize(text))) >= share * len(words)
 
 
+@lru_cache(maxsize=1 << 17)  # Snowball in pure Python is the slowest part of tokenizing; words repeat
 def stem_word(word: str, lang: str = "auto") -> str:
     """Snowball stem: Russian for Cyrillic words, English for Latin ones (unless lang says vi)."""
     if lang in ("vi", "zh"):
