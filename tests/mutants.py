@@ -2,7 +2,8 @@
 
 Each planted bug (a *mutant*) is one line of ragkit replaced, breaking a behaviour a lesson teaches. For each, the
 unit tests that should catch it run, then the notebooks that should, twice: with the chat replies as recorded (the
-model store of `make notebooks`, reused) and reseeded (HARNESS_CHAT_SEED=7: other replies, as another CPU gives).
+model store of `make notebooks`, reused) and reseeded (`make test-portable`'s harness and settings: other replies,
+as another CPU gives).
 A run that fails has caught the bug; one that passes has missed it. Before any bug, the same runs on the unchanged
 copy must pass, or the table means nothing. Not part of `make test`: the notebook runs take hours.
 
@@ -109,8 +110,7 @@ def plant(folder: Path, mutant: Mutant) -> None:
 def test_environment(folder: Path, stage: str) -> dict[str, str]:
     """`make test`'s environment, with the scratch copy first on the path (kernels included), the project's
     model store and caches (the course reranker, the base model), and for 'reseeded' another chat seed."""
-    prefix = shlex.split(subprocess.run(["make", "-s", "--no-print-directory", "print-test-env"], cwd=ROOT,
-                                        check=True, capture_output=True, text=True).stdout)
+    prefix = make_print("print-test-env")
     environment = dict(os.environ)
     for item in prefix[1:]:
         if item == "-u":
@@ -122,9 +122,16 @@ def test_environment(folder: Path, stage: str) -> dict[str, str]:
             environment.pop(item, None)
     environment |= {"PYTHONPATH": str(folder), "RAGKIT_CACHE": str(ROOT / ".cache"),
                     "RAGKIT_MODEL_CACHE": str(ROOT / ".cache" / "nbval-models")}
-    if stage == "reseeded":
-        environment["HARNESS_CHAT_SEED"] = "7"
+    if stage == "reseeded":  # the harness of `make test-portable`'s reseeded run, with its settings
+        environment["PYTHONPATH"] = os.pathsep.join([str(folder), str(folder / "tests" / "portable")])
+        environment |= dict(item.split("=", 1) for item in make_print("print-reseed-env"))
     return environment
+
+
+def make_print(target: str) -> list[str]:
+    """The words a Makefile print target echoes (the settings it holds)."""
+    return shlex.split(subprocess.run(["make", "-s", "--no-print-directory", target], cwd=ROOT, check=True,
+                                      capture_output=True, text=True).stdout)
 
 
 def run_stage(folder: Path, mutant: Mutant, stage: str) -> tuple[bool, str, float]:

@@ -11,6 +11,11 @@ HARNESS_SCORE_NOISE=1e-3      every reranker score moves by that share of its si
 HARNESS_NOISE_SEED=0          another value moves every vector and score another way (another "CPU")
 HARNESS_CHAT_SEED=7           the chat model samples with that seed, at temperature 0.5 or more, so that
                               every reply can change: the replies another CPU could give
+HARNESS_CHAT_SHARE=0.3        only that share of the requests is reseeded (chosen by a digest of the request, so
+                              the same request always gets the same treatment); the rest are answered greedily as
+                              recorded. Another CPU flips some greedy replies, not all, and the model store
+                              still answers the rest, so the run costs about that share of the chat calls
+                              (more where a changed step changes every later prompt of its chain). Default 1.
 """
 
 import os
@@ -20,6 +25,7 @@ NOISE = float(os.environ.get("HARNESS_EMBEDDING_NOISE") or 0)
 SCORE_NOISE = float(os.environ.get("HARNESS_SCORE_NOISE") or 0)
 NOISE_SEED = os.environ.get("HARNESS_NOISE_SEED") or "0"
 CHAT_SEED = os.environ.get("HARNESS_CHAT_SEED")
+CHAT_SHARE = float(os.environ.get("HARNESS_CHAT_SHARE") or 1)
 CHAT_TEMPERATURE = 0.5
 
 
@@ -96,12 +102,22 @@ def _install_score_noise():
     models._load_reranker = lambda *args, **kwargs: NoisyReranker(load_reranker(*args, **kwargs))
 
 
+def reseeds(messages, options) -> bool:
+    """Whether this request is one of the reseeded share (always the same answer for the same request)."""
+    request = repr((messages, sorted(options.items(), key=lambda item: item[0])))
+    return zlib.crc32(f"{CHAT_SEED}\0{request}".encode("utf-8")) % 1000 < CHAT_SHARE * 1000
+
+
 def _install_chat_seed(offset: int):
     from ragkit.llm import LlamaCppChat
 
     chat = LlamaCppChat.chat
+    # tests/chat_fingerprint.py folds this into its canary digest: a reseeded run never counts as the recorded one
+    LlamaCppChat.harness = f"reseeded by {offset}, share {CHAT_SHARE:g}"
 
     def reseeded_chat(self, messages, **options):
+        if not reseeds(messages, options):
+            return chat(self, messages, **options)
         options["temperature"] = max(options.get("temperature", 0.0), CHAT_TEMPERATURE)
         self.seed += offset
         try:

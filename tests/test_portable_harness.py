@@ -1,0 +1,63 @@
+"""tests/portable/sitecustomize.py: the reseeded share of chat requests, as `make test-portable` runs it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PORTABLE = Path(__file__).with_name("portable")
+
+# Run in a fresh interpreter: the harness acts at start-up, and must not patch the process running the tests.
+PROBE = """
+import json
+from ragkit.llm import LlamaCppChat
+
+asked = []
+def record(self, messages, **options):
+    asked.append({"seed": self.seed, "temperature": options.get("temperature", 0.0)})
+    return None
+
+LlamaCppChat.chat = record
+import sitecustomize
+sitecustomize._install_chat_seed(7)
+chat = LlamaCppChat.__new__(LlamaCppChat)
+chat.seed = 0
+for n in range(400):
+    chat.chat([{"role": "user", "content": f"question {n}"}], max_tokens=40)
+chat.chat([{"role": "user", "content": "question 0"}], max_tokens=40)
+print(json.dumps({"asked": asked, "harness": getattr(LlamaCppChat, "harness", ""), "seed_after": chat.seed}))
+"""
+
+
+def probe(share: str) -> dict:
+    """What the harness did to 401 requests (the first repeated last) with HARNESS_CHAT_SHARE=share."""
+    root = Path(__file__).resolve().parents[1]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(PORTABLE)]),
+                   "HARNESS_CHAT_SEED": "", "HARNESS_CHAT_SHARE": share}
+    run = subprocess.run([sys.executable, "-c", PROBE], env=environment, capture_output=True, text=True, cwd=root,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("share, low, high", [("0.3", 0.22, 0.38), ("1", 1.0, 1.0)])
+def test_the_harness_reseeds_about_its_share_of_the_requests(share, low, high):
+    seen = probe(share)
+    reseeded = [a for a in seen["asked"][:400] if a["seed"] == 7]
+    assert low <= len(reseeded) / 400 <= high
+    # a reseeded request samples (temperature 0.5); every other one is left greedy with the model's own seed
+    assert all(a["temperature"] == 0.5 for a in reseeded)
+    assert all(a == {"seed": 0, "temperature": 0.0} for a in seen["asked"][:400] if a["seed"] != 7)
+    assert seen["seed_after"] == 0
+
+
+def test_the_same_request_is_always_treated_the_same():
+    seen = probe("0.3")
+    assert seen["asked"][400] == seen["asked"][0]
+
+
+def test_a_reseeded_run_names_itself_so_its_fingerprint_never_matches_the_recording():
+    assert probe("0.3")["harness"] == "reseeded by 7, share 0.3"
