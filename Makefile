@@ -29,7 +29,7 @@ TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE) $(KERNEL_SETTING
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
 	IPYTHONDIR=$(CURDIR)/.cache/ipython JUPYTER_CONFIG_DIR=$(CURDIR)/.cache/jupyter-config
 
-.PHONY: lint docs print-test-env print-reseed-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-rerank bench-rewriter bench-specialists bench-ladder mutants lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env print-reseed-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-course-reader bench-rerank bench-rewriter bench-specialists bench-ladder mutants lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -227,10 +227,18 @@ READER_ARGS ?=
 bench-reader: $(STAMP)
 	$(BIN)/python -m benchmarks.hotpotqa_reader $(READER_ARGS)
 
+# Lesson 08's whole pipeline read by Qwen2.5-Coder-1.5B beside the default SmolLM2-135M (the same few-shot prompt),
+# on the full pipeline's top 5, the gold passages and closed book, on lesson 08's 22-question answer sample, with
+# paired intervals; ~12 min. COURSE_READER_ARGS=--all reads all 56 questions (~30 min).
+COURSE_READER_ARGS ?=
+bench-course-reader: $(STAMP) reranker
+	$(BIN)/python -m benchmarks.course_reader $(COURSE_READER_ARGS)
+
 # Reranking BM25's top 20 on the course questions and SciFact test: the course cross-encoder, the relevance judge
 # (the chat model's and the relevance specialist's P(yes)) and the chat model's 0-10 score (course only), against
 # BM25 alone and dense, with paired intervals and the cost per document. RERANK_ARGS="--sets course" is the quick
-# half.
+# half; RERANK_ARGS="--sets course --scorers 'P(yes) of the chat model' --chat qwen-1.5b --course-every 2" asks the
+# 1.5B on every 2nd course question (~35 min; results/rerank-bm25-qwen-1.5b-subset.json).
 RERANK_ARGS ?=
 bench-rerank: $(STAMP)
 	$(BIN)/python -m benchmarks.rerank_bm25 $(RERANK_ARGS)

@@ -44,19 +44,26 @@ def metric_values(ranking: Sequence[str], question: Question, metrics: Sequence[
     return values
 
 
-def load_scorers(names: Sequence[str], rec: harness.StageRecorder, threads: int) -> dict[str, Reranker]:
-    """The named rerankers; a relevance specialist that is not built yet is left out with a message."""
+def load_scorers(names: Sequence[str], rec: harness.StageRecorder, threads: int,
+                 chat: str | None = None) -> dict[str, Reranker]:
+    """The named rerankers (the chat model's asking the chat setting, or the model chat names, which then names
+    their rows); a relevance specialist that is not built yet is left out with a message."""
     scorers: dict[str, Reranker] = {}
     for name in names:
         with rec.stage(f"load {name}"):
             try:
-                scorers[name] = make_scorer(name, rec, threads)
+                scorers[chat_row(name, chat)] = make_scorer(name, rec, threads, chat)
             except ModelNotFound as err:
                 print(f"left out {name}: {err}", file=sys.stderr)
     return scorers
 
 
-def make_scorer(name: str, rec: harness.StageRecorder, threads: int) -> Reranker:
+def chat_row(name: str, chat: str | None) -> str:
+    """A scorer's row name, with the chat model named where one was chosen."""
+    return name.replace("the chat model", chat) if chat else name
+
+
+def make_scorer(name: str, rec: harness.StageRecorder, threads: int, chat: str | None = None) -> Reranker:
     """One reranker by its row name."""
     if name == "course CE":
         return harness.course_cross_encoder(rec, threads)[0]
@@ -64,8 +71,8 @@ def make_scorer(name: str, rec: harness.StageRecorder, threads: int) -> Reranker
         from ragkit.specialists import specialist
 
         return RelevanceJudge(specialist("relevance", threads=threads))
-    chat = models.chat_model()
-    return RelevanceJudge(chat) if name.startswith("P(yes)") else LLMReranker(chat)
+    model = models.chat_model(chat)
+    return RelevanceJudge(model) if name.startswith("P(yes)") else LLMReranker(model)
 
 
 def run_set(questions: Sequence[Question], first_stage: Callable, baselines: Mapping[str, Callable],
@@ -109,10 +116,10 @@ def summary(values: Mapping[str, dict], metrics: Sequence[str], seconds: float, 
     return row
 
 
-def course_set(scorers, rec) -> tuple[dict, dict]:
-    """The 56 course questions: BM25 and dense e5 (top 10), and BM25's top 20 reranked."""
+def course_set(scorers, rec, every: int = 1) -> tuple[dict, dict]:
+    """The 56 course questions (or every Nth): BM25 and dense e5 (top 10), and BM25's top 20 reranked."""
     docs = load_docs()
-    questions = load_questions(corpus=docs)
+    questions = load_questions(corpus=docs)[::every]
     bm25 = BM25Index(docs, tokenizer=search_tokenize)
     with rec.stage("course: dense index"):
         dense = DenseIndex(docs, collection="rerank-bm25")
@@ -146,6 +153,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="the scorers that also rerank SciFact (each of them among --scorers)")
     parser.add_argument("--scifact-limit", type=harness.positive_int,
                         help="the first N SciFact test claims only (a quick run)")
+    parser.add_argument("--course-every", type=harness.positive_int, default=1,
+                        help="every Nth course question only (a quicker run with a slow model)")
+    parser.add_argument("--chat", help="a RAGKIT_LLM value (e.g. qwen-1.5b): the chat model the P(yes) and 0-10 rows "
+                                       "ask, named in their rows and in the result file, rerank-bm25-<value>[-subset]")
     harness.add_output_options(parser, threads_help="CPU threads for the models")
     return parser.parse_args(argv)
 
@@ -159,15 +170,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"unknown set or scorer {unknown}: sets are {', '.join(SETS)}; scorers {', '.join(SCORERS)}")
     harness.set_threads(args.threads)
     rec = harness.StageRecorder()
-    scorers = load_scorers(names, rec, args.threads)
+    scorers = load_scorers(names, rec, args.threads, args.chat)
     rows, significance = {}, {"bases": [], "metrics": [], "gains": [], "per_question": {}}
     for name in sets:
         if name == "course":
-            set_rows, values = course_set(scorers, rec)
+            set_rows, values = course_set(scorers, rec, args.course_every)
             bases = ("BM25", "dense (e5)")
         else:
-            set_rows, values = scifact_set({n: s for n, s in scorers.items() if n in args.scifact_scorers.split(",")},
-                                           rec, args.scifact_limit)
+            chosen = [chat_row(n, args.chat) for n in args.scifact_scorers.split(",")]
+            set_rows, values = scifact_set({n: s for n, s in scorers.items() if n in chosen}, rec, args.scifact_limit)
             bases = ("BM25",)
         rows |= set_rows
         found = gains(values, name, METRICS[name], bases)
@@ -175,13 +186,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             significance[key] += found[key]
         significance["metrics"] += [m for m in found["metrics"] if m not in significance["metrics"]]
         significance["per_question"] |= found["per_question"]
-    full = (sets == list(SETS) and list(scorers) == list(SCORERS) and not args.scifact_limit
+    full = (sets == list(SETS) and args.course_every == 1 and not args.scifact_limit
+            and list(scorers) == [chat_row(n, args.chat) for n in SCORERS]
             and args.scifact_scorers.split(",") == list(SCIFACT_SCORERS))
     columns = ("questions", *dict.fromkeys(m for s in sets for m in METRICS[s]), "ms/query", "ms/document",
                "unreadable")
     extra = {"args": vars(args), "first_stage": FIRST_STAGE, "scifact_bm25": SCIFACT_BM25,
              "scorers": {name: scorer.name for name, scorer in scorers.items()}}
-    harness.write_result(harness.result_name("rerank-bm25", subset=not full, skip_llm=False),
+    base = "rerank-bm25" + (f"-{args.chat}" if args.chat else "")
+    harness.write_result(harness.result_name(base, subset=not full, skip_llm=False),
                          harness.rung_table(rows, columns), rec, extra, results_dir=args.results_dir,
                          gains=significance)
     return 0

@@ -6,6 +6,7 @@ import pytest
 from benchmarks import rerank_bm25
 from benchmarks.harness import StageRecorder
 from ragkit.corpus import Doc, Hit, Question
+from tests.fakes import ScriptedChat
 
 DOCS = [Doc(f"d{i}", f"text {i}") for i in range(4)]
 QUESTIONS = [Question("q1", "where is d2", ("d2",)), Question("q2", "where is d3", ("d3",))]
@@ -39,3 +40,12 @@ def test_a_ranking_is_scored_by_ndcg_and_by_mrr_within_k():
     question = Question("q", "x", ("d3",))
     assert rerank_bm25.metric_values(["d0", "d1", "d3"], question, ("MRR@2", "nDCG@5")) == {
         "MRR@2": 0.0, "nDCG@5": 0.5}
+
+
+def test_a_chosen_chat_model_names_its_rows_and_asks_that_model(monkeypatch):
+    asked = []
+    monkeypatch.setattr(rerank_bm25.models, "chat_model", lambda setting=None: asked.append(setting) or ScriptedChat())
+    scorers = rerank_bm25.load_scorers(["P(yes) of the chat model", "0-10 score of the chat model"], StageRecorder(),
+                                       1, chat="qwen-1.5b")
+    assert list(scorers) == ["P(yes) of qwen-1.5b", "0-10 score of qwen-1.5b"] and asked == ["qwen-1.5b"] * 2
+    assert rerank_bm25.chat_row("P(yes) of the chat model", None) == "P(yes) of the chat model"
