@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 from typing import Sequence
 
@@ -14,18 +15,20 @@ from ragkit.text import tokenize
 
 class ScriptedChat:
     """A chat model that replies with the given texts (or ChatReply objects) in turn, the last one
-    again and again, and records what it was asked."""
+    again and again, and records what it was asked; each reply takes pause seconds of wall time."""
 
     name = "scripted"
 
-    def __init__(self, *replies: str | ChatReply):
+    def __init__(self, *replies: str | ChatReply, pause: float = 0.0):
         self.replies = [r if isinstance(r, ChatReply) else
                         ChatReply(text=r, model=self.name, completion_tokens=len(r.split()), seconds=0.001)
                         for r in replies]
         self.calls = []
+        self.pause = pause
 
     def chat(self, messages, **options) -> ChatReply:
         self.calls.append((messages, options))
+        time.sleep(self.pause)
         return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 
 

@@ -193,14 +193,14 @@ def test_recording_search_keeps_the_budget_depth_but_hands_back_k():
 def test_run_cot_scores_steps_at_the_budget_and_its_union_at_k():
     steps = "1. Who starred in Kiss and Tell?\n2. What post did Shirley Temple hold?"
     chat = ScriptedChat(steps, "Shirley Temple starred in it.", "She was Chief of Protocol.",
-                        "Shirley Temple [S1] was Chief of Protocol [S2].")
+                        "Shirley Temple [S1] was Chief of Protocol [S2].", pause=0.01)
     search = recording_search({"Who starred in Kiss and Tell?": [0, 2, 3, 4, 5],
                                "What post did Shirley Temple hold?": [1, 0, 6, 7]})
     run = hotpotqa.run_cot("What position did the Kiss and Tell star hold?", search, chat, max_steps=3, k=2)
     assert run.result.sources == ("d0", "d2", "d1")  # top 2 per step, once each
     assert [h.id for h in run.budget_hits()] == ["d0", "d1", "d2", "d3", "d6"]
     assert hotpotqa.strip_citations(run.result.answer) == "Shirley Temple was Chief of Protocol."
-    assert run.seconds >= 0
+    assert run.seconds >= 0.01 * len(chat.calls) and len(chat.calls) == 4  # the wall time of every call
 
 
 # --- the reader and the scores -----------------------------------------------------------------------
@@ -215,11 +215,11 @@ def test_short_answer_keeps_the_first_line_without_its_lead(reply, expected):
 
 
 def test_read_answer_puts_the_paragraphs_and_the_question_in_the_prompt():
-    chat = ScriptedChat("Answer: Chief of Protocol.")
+    chat = ScriptedChat("Answer: Chief of Protocol.", pause=0.01)
     answer, seconds = hotpotqa.read_answer("What post?", [Hit(Doc("p1", "She was Chief of Protocol.",
                                                                   title="Shirley Temple"), 1.0)], chat)
     messages, options = chat.calls[0]
-    assert answer == "Chief of Protocol" and seconds >= 0
+    assert answer == "Chief of Protocol" and seconds >= 0.01  # the call's wall time
     assert messages[-1]["content"] == ("Paragraphs:\n[1] Shirley Temple: She was Chief of Protocol.\n\n"
                                        "Question: What post?")
     assert options["max_tokens"] == 24 and options["stop"] == ["\n"]
