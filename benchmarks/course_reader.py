@@ -53,7 +53,7 @@ def pipeline_contexts(questions: Sequence[Question], docs, rec: StageRecorder) -
 
 def read_all(questions: Sequence[Question], contexts: Mapping[str, Mapping[str, list[Hit]]],
              readers: Mapping[str, str], rec: StageRecorder) -> dict[str, Evaluation]:
-    """Every reader on every context, one model loaded at a time."""
+    """Every reader on every context, each reader's model asked for once."""
     runs = {}
     for label, setting in readers.items():
         reader = ChatReader(models.chat_model(setting))
