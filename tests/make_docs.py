@@ -24,6 +24,15 @@ and this script rewrites only what is between them (a region may also sit inside
 - `lesson-time NN`: one lesson's "Reading ~N min (estimate); under `make test` N s" for the instructor notes.
 - `test-run`: one sentence on the reference test run of docs/timings.json (all notebooks, the solutions, the
   slowest lesson).
+- `plan NAME`: a workshop plan, a markdown table with the columns "start", "block", "how", "reading", "run",
+  "exercise", "minutes" and any others (kept as written). A row whose block starts with a lesson number
+  (`06 CoT-RAG, §1–6`) is a lesson slot: "reading" is the reading estimate of the lesson, or with `§1–6` (or
+  `§1–3, 6`) of its opening cells and those sections only; "run" is 0 when "how" says the slot walks through
+  the committed outputs ("outputs") and otherwise its `make test` time rounded up to whole minutes; "exercise"
+  is the minutes written there (an allowance, kept); "minutes" is reading + run + exercise. Any other row
+  (a break, lunch) keeps the minutes written. "start" is the minutes of the rows above, added up.
+- `plan-length NAME`: the sum of the minutes of the `plan NAME` region of the same document ("3 h 35 min"),
+  for the plan's heading.
 
 Run `python -m tests.make_docs` (what `make docs` does) to rewrite the documents, `--check` to list the ones
 that differ from what it would write (exit status 1); tests/test_docs.py runs the check. It needs no model and
@@ -244,6 +253,115 @@ def test_run_region(args: list[str]) -> str:
             f"{Path(slowest).stem[:2]}, {seconds_text(times[slowest])} ({data['run']})")
 
 
+_PLAN_LESSON = re.compile(r"^\W*(?:lesson\s+)?(?P<n>\d\d)\b", re.IGNORECASE)
+_SELECTION = re.compile(r"§\s*(?P<list>\d+(?:\s*[–-]\s*\d+)?(?:\s*,\s*\d+(?:\s*[–-]\s*\d+)?)*)")
+_SECTION_HEADING = re.compile(r"^##[ \t]+(?P<n>\d+)\.|^##[ \t]", re.MULTILINE)
+PLAN_COLUMNS = ("start", "block", "how", "reading", "run", "exercise", "minutes")
+
+
+def selected_sections(block: str) -> set[int] | None:
+    """The section numbers a plan's block names after "§" ("§1–3, 6" is {1, 2, 3, 6}); None for the whole
+    lesson."""
+    match = _SELECTION.search(block)
+    if not match:
+        return None
+    numbers: set[int] = set()
+    for part in match.group("list").split(","):
+        low, _, high = part.replace("–", "-").partition("-")
+        numbers.update(range(int(low), int(high or low) + 1))
+    return numbers
+
+
+def section_reading_minutes(number: str, sections: set[int]) -> int:
+    """The reading estimate of a lesson's opening cells (before its first `## ` heading) and of the numbered
+    sections given (`## 3. …` up to the next `## ` heading), at the rates of `reading_minutes`."""
+    notebook = json.loads(lesson_path(number).read_text(encoding="utf-8"))
+    words = lines = 0
+    current: int | None = 0  # 0: the opening cells; None: an unnumbered section (the exercises)
+    found: set[int] = set()
+    for cell in notebook["cells"]:
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "markdown" and (heading := _SECTION_HEADING.search(text)):
+            current = int(heading.group("n")) if heading.group("n") else None
+            if current:
+                found.add(current)
+        if current != 0 and current not in sections:
+            continue
+        if cell["cell_type"] == "markdown":
+            words += len(_SOURCE_COMMENT.sub("", text).split())
+        elif cell["cell_type"] == "code":
+            lines += sum(1 for line in text.splitlines() if line.strip())
+    if missing := sections - found:
+        raise DocsError(f"lesson {number} has no section {', '.join(map(str, sorted(missing)))}")
+    return round(words / WORDS_A_MINUTE + lines / CODE_LINES_A_MINUTE)
+
+
+def _leading_minutes(cell: str, what: str) -> int:
+    """The minutes a plan cell starts with (0 when blank or a dash); a DocsError when it holds none."""
+    match = re.match(r"\s*(\d+)", cell)
+    if match:
+        return int(match.group(1))
+    if cell.strip() in ("", "—", "-"):
+        return 0
+    raise DocsError(f"plan: no minutes in the {what} cell {cell!r}")
+
+
+def clock(minutes: int) -> str:
+    """Minutes since the start as a plan's start column writes them: 1:05."""
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def length_text(minutes: int) -> str:
+    """A plan's length as its heading writes it: 3 h 35 min, 7 h."""
+    hours, rest = divmod(minutes, 60)
+    return f"{hours} h {rest} min" if rest else f"{hours} h"
+
+
+def plan_table(body: str) -> tuple[list[str], int]:
+    """A plan's table with its known columns recomputed (see the module), and its total minutes."""
+    lines = body.strip("\n").split("\n")
+    if len(lines) < 3 or not all(line.startswith("|") for line in lines):
+        raise DocsError("plan: the region must hold one markdown table and nothing else")
+    header = [name.lower() for name in _cells(lines[0])]
+    if missing := [name for name in PLAN_COLUMNS if name not in header]:
+        raise DocsError(f"plan: no column {', '.join(missing)}")
+    column = {name: header.index(name) for name in PLAN_COLUMNS}
+    out, elapsed = lines[:2], 0
+    for line in lines[2:]:
+        cells = _cells(line)
+        cells[column["start"]] = clock(elapsed)
+        lesson = _PLAN_LESSON.match(cells[column["block"]])
+        if lesson:
+            number = lesson.group("n")
+            sections = selected_sections(cells[column["block"]])
+            reading = reading_minutes(number) if sections is None else section_reading_minutes(number, sections)
+            how = cells[column["how"]].lower()
+            run = 0 if "output" in how else -(-test_seconds(number) // 60)
+            exercise = _leading_minutes(cells[column["exercise"]], "exercise")
+            minutes = int(reading + run + exercise)
+            cells[column["reading"]], cells[column["run"]] = f"{reading}", f"{int(run)}"
+            cells[column["minutes"]] = f"{minutes}"
+        else:
+            minutes = _leading_minutes(cells[column["minutes"]], "minutes")
+        elapsed += minutes
+        out.append("| " + " | ".join(cells) + " |")
+    return out, elapsed
+
+
+def plan_region(args: list[str], body: str) -> str:
+    """A plan's table, its times recomputed."""
+    return "\n".join(plan_table(body)[0])
+
+
+def plan_length_region(args: list[str], document: str) -> str:
+    """The length of the plan NAME of the same document."""
+    name = args[0]
+    for match in REGION.finditer(document):
+        if match.group("spec").split() == ["plan", name]:
+            return length_text(plan_table(match.group("body"))[1])
+    raise DocsError(f"no `plan {name}` region in this document")
+
+
 KINDS: dict[str, Callable[..., str]] = {
     "rows": rows_region, "specialists": specialists_region, "gains": gains_region, "stages": stages_region,
     "lesson-time": lesson_time_region,
@@ -251,13 +369,19 @@ KINDS: dict[str, Callable[..., str]] = {
 }
 
 
-def region_text(spec: str, body: str) -> str:
-    """What a region holds, given its spec ("rows benchmarks/results/scifact.json") and its current body."""
+def region_text(spec: str, body: str, document: str = "") -> str:
+    """What a region holds, given its spec ("rows benchmarks/results/scifact.json"), its current body and the
+    document it is in (a plan's length is read from the plan's table)."""
     kind, *args = spec.split()
     if kind == "lesson-times":
         return "\n\n" + lesson_times_region(args, body) + "\n\n"
+    if kind == "plan":
+        return "\n\n" + plan_region(args, body) + "\n\n"
+    if kind == "plan-length":
+        return plan_length_region(args, document)
     if kind not in KINDS:
-        raise DocsError(f"unknown region kind {kind!r} (known: lesson-times, {', '.join(KINDS)})")
+        raise DocsError(f"unknown region kind {kind!r} (known: lesson-times, plan, plan-length, "
+                        f"{', '.join(KINDS)})")
     text = KINDS[kind](args)
     return "\n\n" + text + "\n\n" if "\n" in text or body.startswith("\n") else text
 
@@ -266,7 +390,7 @@ def render(text: str, where: str = "<document>") -> str:
     """The document with every generated region rewritten; the text outside the regions is unchanged."""
     def replace(match: re.Match) -> str:
         try:
-            body = region_text(match.group("spec"), match.group("body"))
+            body = region_text(match.group("spec"), match.group("body"), text)
         except (DocsError, KeyError, IndexError, ValueError) as error:
             raise DocsError(f"{where}: region {match.group('spec')!r}: {error}") from error
         return match.group("open") + body + match.group("close")
