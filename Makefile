@@ -195,8 +195,10 @@ HOTPOTQA_ARGS ?= --llm-questions 50
 bench-hotpotqa: $(STAMP)
 	$(BIN)/python -m benchmarks.hotpotqa $(HOTPOTQA_ARGS)
 
-# Yes/no accuracy on StrategyQA (CoT, self-consistency, RwR, RwR vote) on 40 of its fixed 200 questions
-# with 3 sampled paths: ~13 min. STRATEGYQA_ARGS= (empty) runs all 200 with 5 paths (~1.5 h, estimated).
+# Yes/no accuracy on StrategyQA (CoT, RwR, retrieve then read, self-consistency, RwR vote) on 40 of its fixed 200
+# questions with 3 sampled paths: ~13 min. STRATEGYQA_ARGS= (empty) runs all 200 with 5 paths (~1.5 h, estimated);
+# STRATEGYQA_ARGS="--questions 40 --no-votes --chat qwen-1.5b" asks Qwen2.5-Coder-1.5B for every row
+# (results/strategyqa-qwen-1.5b-subset.json).
 STRATEGYQA_ARGS ?= --questions 40 --paths 3
 bench-strategyqa: $(STAMP)
 	$(BIN)/python -m benchmarks.strategyqa $(STRATEGYQA_ARGS)
@@ -222,7 +224,8 @@ bench-self-ask: $(STAMP)
 # The few-shot chat reader against the reader specialist (built by `make specialists SPECIALISTS=reader`) on
 # HotpotQA dev 500: on the fusion chosen by bench-hotpotqa-fusion, on the gold paragraphs and on self-ask's
 # evidence, with paired intervals; the few-shot reader on 100 of the questions. READER_ARGS="--limit 20
-# --few-shot-limit 10 --skip-self-ask" is a quick look.
+# --few-shot-limit 10 --skip-self-ask" is a quick look; READER_ARGS="--chat qwen-1.5b --skip-self-ask --reuse
+# benchmarks/results/hotpotqa-reader.json" makes Qwen2.5-Coder-1.5B the few-shot reader (the specialist's rows reused).
 READER_ARGS ?=
 bench-reader: $(STAMP)
 	$(BIN)/python -m benchmarks.hotpotqa_reader $(READER_ARGS)

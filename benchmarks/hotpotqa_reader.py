@@ -165,10 +165,15 @@ class Answers:
     seconds: dict[str, float]
 
 
-def load_readers(names: Sequence[str], *, self_ask: bool, threads: int,
-                 rec: harness.StageRecorder) -> tuple[dict[str, Reader], Reader | None]:
-    """The readers asked for, and the reader specialist (also needed for self-ask's bridges). A specialist that
-    is not built raises ModelNotFound: there is no fallback."""
+def few_shot_label(chat: str | None) -> str:
+    """The few-shot reader's name in rows and keys: "few-shot", or "few-shot <setting>" when --chat chose a model."""
+    return f"few-shot {chat}" if chat else "few-shot"
+
+
+def load_readers(names: Sequence[str], *, self_ask: bool, threads: int, rec: harness.StageRecorder,
+                 chat: str | None = None) -> tuple[dict[str, Reader], Reader | None]:
+    """The readers asked for (the few-shot one asking the chat setting, or the model chat names), and the reader
+    specialist (also needed for self-ask's bridges). A model that is missing raises ModelNotFound: no fallback."""
     readers: dict[str, Reader] = {}
     specialist = None
     if "specialist" in names or self_ask:
@@ -180,7 +185,7 @@ def load_readers(names: Sequence[str], *, self_ask: bool, threads: int,
             readers["specialist"] = specialist
     if "few-shot" in names:
         with rec.stage("load the chat model (few-shot reader)"):
-            readers["few-shot"] = ChatReader(models.chat_model())
+            readers[few_shot_label(chat)] = ChatReader(models.chat_model(chat))
     return readers, specialist
 
 
@@ -204,6 +209,7 @@ class Recorded:
     """An earlier run's rows, per-question values, answers and evidence ids (its result file), to reuse."""
 
     path: Path
+    readers: dict[str, str]
     rows: dict[str, dict]
     values: dict[str, dict[str, dict[str, float]]]
     predictions: dict[str, dict[str, str]]
@@ -224,14 +230,18 @@ def load_recorded(path: Path) -> Recorded:
             predictions.setdefault(key, {})[item["id"]] = text
         for name, ids in item["evidence"].items():
             evidence.setdefault(name, {})[item["id"]] = ids
-    return Recorded(Path(path), {row["rung"]: {k: v for k, v in row.items() if k != "rung"} for row in record["rows"]},
-                    values, predictions, evidence)
+    rows = {row["rung"]: {k: v for k, v in row.items() if k != "rung"} for row in record["rows"]}
+    return Recorded(Path(path), dict(record["extra"].get("readers", {})), rows, values, predictions, evidence)
 
 
-def reusable(recorded: Recorded | None, key: tuple[str, str], found: Evidence, questions: Sequence[Question]) -> bool:
-    """Whether the recorded row answered exactly these questions from exactly this evidence."""
+def reusable(recorded: Recorded | None, key: tuple[str, str], found: Evidence, questions: Sequence[Question],
+             model: str) -> bool:
+    """Whether the recorded row's reader was this model and answered exactly these questions from exactly this
+    evidence."""
     name = row_name(*key)
     if recorded is None or name not in recorded.values or "/".join(key) not in recorded.predictions:
+        return False
+    if recorded.readers.get(key[0]) != model:
         return False
     if set(recorded.values[name]) != {q.id for q in questions}:
         return False
@@ -268,10 +278,11 @@ def table_row(answers: Answers, evidence: Evidence,
 
 def comparisons(rows: Mapping[tuple[str, str], Mapping], readers: Sequence[str]) -> list[tuple[tuple, tuple, str]]:
     """(new row, base row, what it asks) for every pair the benchmark compares, where both rows ran."""
-    pairs = [(("specialist", e), ("few-shot", e), "specialist vs few-shot, same evidence") for e in EVIDENCE]
+    few_shot = next((r for r in readers if r.startswith("few-shot")), "few-shot")
+    pairs = [(("specialist", e), (few_shot, e), "specialist vs few-shot, same evidence") for e in EVIDENCE]
     pairs += [((r, "fusion"), (r, "gold"), "fusion top 5 vs the gold paragraphs") for r in readers]
     pairs += [((r, "self-ask"), (r, "fusion"), "self-ask vs fusion") for r in readers]
-    pairs += [(("few-shot", "fusion"), ("few-shot", "closed book"), "fusion top 5 vs no passages")]
+    pairs += [((few_shot, "fusion"), (few_shot, "closed book"), "fusion top 5 vs no passages")]
     return [(new, base, what) for new, base, what in pairs if new in rows and base in rows]
 
 
@@ -329,6 +340,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="the few-shot reader reads a seeded sample of this many questions, balanced bridge/comparison "
              "(its gains over or under the specialist are on that sample)")
     add("--seed", type=int, default=0, help="seed of the few-shot sample")
+    add("--chat", help="a RAGKIT_LLM value (e.g. qwen-1.5b): the model the few-shot reader asks, named in its rows "
+                       "and in the result file (hotpotqa-reader-<chat>[-subset].json); default: the chat setting")
     add("--skip-self-ask", action="store_true", help="no self-ask evidence (no decomposer)")
     add("--skip-closed-book", action="store_true", help="no closed-book row for the few-shot reader")
     add("--fusion-result", type=Path, default=FUSION_RESULT,
@@ -356,7 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"HotpotQA from {folder}: {len(questions)} questions ({len(few_shot_questions)} for the few-shot reader) "
           f"over {len(docs)} paragraphs; readers {', '.join(args.readers)}; fusion {setting}; threads {args.threads}",
           file=sys.stderr)
-    readers, specialist = load_readers(args.readers, self_ask=run_self_ask, threads=args.threads, rec=rec)
+    readers, specialist = load_readers(args.readers, self_ask=run_self_ask, threads=args.threads, rec=rec,
+                                       chat=args.chat)
     with rec.stage("load embedder"):
         embedder = models.embedder()
     recorded_embedder = fusion_record.get("extra", {}).get("embedder")
@@ -373,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             decomposer = specialists.specialist("decomposer", threads=args.threads)
         evidence["self-ask"], self_ask_details = self_ask_evidence(hybrid_search(docs, embedder, rec), questions,
                                                                    decomposer, embedder, specialist, rec)
-    if "few-shot" in readers and not args.skip_closed_book:
+    if few_shot_label(args.chat) in readers and not args.skip_closed_book:
         evidence["closed book"] = Evidence({q.id: [] for q in questions}, {q.id: 0.0 for q in questions},
                                            scored=False)
     answers: dict[tuple[str, str], Answers] = {}
@@ -381,19 +395,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     values: dict[tuple[str, str], dict] = {}
     recorded = load_recorded(args.reuse) if args.reuse else None
     for reader_name, reader in readers.items():
-        asked = few_shot_questions if reader_name == "few-shot" else questions
+        asked = questions if reader_name == "specialist" else few_shot_questions
         for evidence_name, found in evidence.items():
-            if evidence_name == "closed book" and reader_name != "few-shot":
+            if evidence_name == "closed book" and reader_name == "specialist":
                 continue  # the specialist reads passages: closed book is the chat model's own knowledge
             key = (reader_name, evidence_name)
-            if reusable(recorded, key, found, asked):
+            if reusable(recorded, key, found, asked, reader.name):
                 print(f"reused from {recorded.path.name}: {row_name(*key)}", file=sys.stderr)
                 answers[key] = Answers(recorded.predictions["/".join(key)], {}, {})
                 rows[row_name(*key)], values[key] = recorded.rows[row_name(*key)], recorded.values[row_name(*key)]
                 continue
             answers[key] = read_all(reader, found, asked, rec, row_name(*key))
             rows[row_name(*key)], values[key] = table_row(answers[key], found, asked)
-    full = len(questions) == len(everything) and run_self_ask and list(readers) == list(READERS)
+    full = len(questions) == len(everything) and run_self_ask and len(readers) == len(READERS)
     extra = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
              "data": str(folder), "questions": len(questions), "few_shot_questions": len(few_shot_questions),
              "paragraphs": len(docs), "types": {t: sum(type_of(q) == t for q in questions) for t in TYPES},
@@ -406,7 +420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "two searches and fusion; a whole self-ask run, its reader bridges included)",
              **({"self_ask": self_ask_summary(self_ask_details)} if run_self_ask else {}),
              "per_question": per_question(questions, evidence, answers, self_ask_details)}
-    harness.write_result(harness.result_name("hotpotqa-reader", subset=not full, skip_llm=False),
+    base = "hotpotqa-reader" + (f"-{args.chat}" if args.chat else "")
+    harness.write_result(harness.result_name(base, subset=not full, skip_llm=False),
                          harness.rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir,
                          gains=gains(values, list(readers)))
     return 0

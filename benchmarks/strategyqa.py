@@ -1,4 +1,4 @@
-"""Yes/no accuracy on StrategyQA's fixed 200: plain CoT, self-consistency, RwR and the RwR vote.
+"""Yes/no accuracy on StrategyQA's fixed 200: plain CoT, RwR, retrieve then read, self-consistency and the RwR vote.
 
 What it measures, how to run it (`python -m benchmarks.strategyqa`) and what it recorded: benchmarks/README.md.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from benchmarks import harness
 from ragkit import models
-from ragkit.chain_of_thought import cot_options, cot_prompt, parse_cot
+from ragkit.chain_of_thought import answer_options, answer_prompt, cot_options, cot_prompt, parse_answer, parse_cot
 from ragkit.corpus import Doc, Question, Search, read_json, read_jsonl
 from ragkit.dense import HybridIndex
 from ragkit.errors import CorpusError
@@ -108,7 +108,9 @@ def accuracy(predictions: Mapping[str, str], questions: Sequence[Question]) -> d
             "unknown": sum(parsed[q.id] == "unknown" for q in questions), "correct": correct}
 
 
-BASES = ("majority class (always no)", "(a) plain CoT (greedy)")  # each answer row's gain is given over these
+RETRIEVE_THEN_READ = f"(e) retrieve then read: top {K_CHECK} facts, the chat model (no chain)"
+# each answer row's gain is given over these
+BASES = ("majority class (always no)", "(a) plain CoT (greedy)", RETRIEVE_THEN_READ)
 
 
 def accuracy_gains(rows: Mapping[str, Mapping]) -> dict:
@@ -124,6 +126,14 @@ def plain_cot(question: str, chat, *, max_steps: int, max_tokens: int = 160) -> 
                       **cot_options(chat, max_steps, "auto", max_tokens))
     _, answer, _ = parse_cot(reply.text, max_steps=max_steps)
     return answer, reply.text
+
+
+def retrieve_then_read(question: str, search: Search, chat, *, k: int = K_CHECK) -> str:
+    """The question's top k facts in RwR's final-answer prompt, no chain of thought (greedy): the answer line."""
+    facts = [hit.doc.text for hit in search(question, k=k)]
+    reply = chat.chat(answer_prompt(question, facts), temperature=0.0, max_tokens=40, stop=["\n"],
+                      **answer_options(chat, "auto"))
+    return parse_answer(reply.text)
 
 
 # --- retrieval -----------------------------------------------------------------------------------------
@@ -196,10 +206,13 @@ def llm_rows(questions: Sequence[Question], search: Search, chat, scorer, args,
     cot, cot_s = timed(lambda q: plain_cot(q.query, chat, **common), questions, rec, "(a) plain CoT")
     rw, rw_s = timed(lambda q: rwr(q.query, search, chat=chat, k=args.k, **common), questions, rec,
                      f"(c) RwR, top {args.k} facts per step")
+    direct, direct_s = timed(lambda q: retrieve_then_read(q.query, search, chat), questions, rec,
+                             f"(e) question's top {K_CHECK} facts read by the chat model")
     rows = {
         "(a) plain CoT (greedy)": {**accuracy({i: a for i, (a, _) in cot.items()}, questions),
                                    "ms/question": harness.ms(cot_s, questions)},
         f"(c) RwR (verify each step, top {args.k} facts)": rwr_row(rw, rw_s, questions),
+        RETRIEVE_THEN_READ: {**accuracy(direct, questions), "ms/question": harness.ms(direct_s, questions)},
     }
     info = {
         "verdicts": verdict_counts(rw.values()),
@@ -209,7 +222,7 @@ def llm_rows(questions: Sequence[Question], search: Search, chat, scorer, args,
         "per_question": [{"id": q.id, "question": q.query, "gold": q.answer, "cot": cot[q.id][0],
                           "rwr_cot": rw[q.id].cot_answer, "rwr": rw[q.id].answer,
                           "rwr_verdicts": [s.verdict for s in rw[q.id].steps],
-                          "warnings": len(rw[q.id].warnings)} for q in questions],
+                          "warnings": len(rw[q.id].warnings), "direct": direct[q.id]} for q in questions],
     }
     if not args.no_votes:
         more_rows, more_info = vote_rows(questions, search, chat, scorer, args, rec, common)
@@ -305,6 +318,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add("--k", type=harness.positive_int, default=3, help="facts retrieved per step")
     add("--skip-llm", action="store_true", help="retrieval check and majority baseline only: no chat model")
     add("--no-votes", action="store_true", help="skip (b) self-consistency and (d) the RwR vote (the slow rows)")
+    add("--chat", help="a RAGKIT_LLM value (e.g. qwen-1.5b): the chat model of every row, named in the result file "
+                       "(strategyqa-<chat>[-subset].json); default: the chat setting")
     add("--specialists", action="store_true",
         help="add the rows with the answerer and judge specialists (lesson 09; committed or built by make specialists)")
     harness.add_output_options(parser, threads_help="CPU threads for the embedder, the cross-encoder and llama.cpp "
@@ -345,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows[f"retrieval check: {label}, question -> facts"] = retrieval_check(search, questions)[0]
     if not args.skip_llm:
         with rec.stage("chat model: load"):
-            chat = models.chat_model()
+            chat = models.chat_model(args.chat)
         scorer = make_scorer(args.scorer, chat, rec, args.threads, embedder)
         more, llm_info = llm_rows(questions, searches[args.retriever], chat, scorer, args, rec)
         rows.update(more)
@@ -354,8 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              "data": str(folder), "questions": len(questions), "facts": len(facts),
              "answers": {a: sum(q.answer == a for q in questions) for a in ("yes", "no")},
              "references": REFERENCES, **info}
-    name = harness.result_name("strategyqa-specialists" if args.specialists and not args.skip_llm else "strategyqa",
-                       subset=not full, skip_llm=args.skip_llm)
+    base = "strategyqa-specialists" if args.specialists and not args.skip_llm else "strategyqa"
+    name = harness.result_name(base + (f"-{args.chat}" if args.chat and not args.skip_llm else ""),
+                               subset=not full, skip_llm=args.skip_llm)
     harness.write_result(name, harness.rung_table(rows, COLUMNS), rec, extra, results_dir=args.results_dir,
                  gains=accuracy_gains(rows))
     print(notes(rows, full=full))

@@ -142,6 +142,34 @@ def test_a_run_reuses_the_rows_an_earlier_run_read_from_the_same_evidence_and_re
         bench.load_recorded(bench.FUSION_RESULT)
 
 
+def test_chat_names_the_few_shot_model_in_rows_and_file_and_reuses_no_other_models_answers(hotpot_dir, tmp_path,
+                                                                                          fakes, monkeypatch):
+    earlier = tmp_path / "earlier"
+    assert run(hotpot_dir, earlier, "--few-shot-limit", "2", "--skip-self-ask") == 0
+    asked, stronger = [], ScriptedChat("Answer: Lake Baikal")
+    stronger.name = "a stronger model"
+    monkeypatch.setattr(models, "chat_model", lambda setting=None: asked.append(setting) or stronger)
+    out = tmp_path / "results"
+    assert run(hotpot_dir, out, "--few-shot-limit", "2", "--skip-self-ask", "--chat", "qwen-x",
+               "--reuse", str(earlier / "hotpotqa-reader-subset.json")) == 0
+    result = json.loads((out / "hotpotqa-reader-qwen-x-subset.json").read_text())
+    name, label = bench.row_name, bench.few_shot_label("qwen-x")
+    assert asked == ["qwen-x"] and result["extra"]["readers"][label] == "a stronger model"
+    assert [row["rung"] for row in result["rows"]] == [name("specialist", "fusion"), name("specialist", "gold")] + [
+        name(label, e) for e in ("fusion", "gold", "closed book")]
+    assert sorted(result["extra"]["reused"]) == sorted([name("specialist", "fusion"), name("specialist", "gold")])
+    assert len(stronger.calls) == 6  # 2 questions x 3 evidence conditions, none taken from the other model's run
+    gains = {(g["comparison"], g["rung"], g["over"]) for g in result["significance"]["gains"]}
+    assert ("specialist vs few-shot, same evidence", name("specialist", "gold"), name(label, "gold")) in gains
+    assert ("fusion top 5 vs no passages", name(label, "fusion"), name(label, "closed book")) in gains
+    assert not (out / "hotpotqa-reader-subset.json").exists()
+    again = tmp_path / "again"  # the chat setting now names another model: its rows are read again
+    assert run(hotpot_dir, again, "--few-shot-limit", "2", "--skip-self-ask",
+               "--reuse", str(earlier / "hotpotqa-reader-subset.json")) == 0
+    reused = json.loads((again / "hotpotqa-reader-subset.json").read_text())["extra"]["reused"]
+    assert sorted(reused) == sorted([name("specialist", "fusion"), name("specialist", "gold")])
+
+
 def test_a_partial_run_writes_a_subset_file_and_needs_no_specialist(hotpot_dir, tmp_path, fakes, monkeypatch):
     def not_built(**kwargs):
         raise AssertionError("the specialist was loaded")

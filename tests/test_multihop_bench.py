@@ -360,9 +360,34 @@ def test_strategyqa_llm_run_with_a_scripted_model(strategy_dir, tmp_path, quiet_
     assert rows["(a) plain CoT (greedy)"]["accuracy"] == 0.5 and rows["(a) plain CoT (greedy)"]["unknown"] == 0
     assert rows["(c) RwR (verify each step, top 3 facts)"]["steps corrected"] == "0/2"
     assert rows["(d) RwR vote (2 paths, embedding support)"]["accuracy"] == 0.5
+    assert rows[strategyqa.RETRIEVE_THEN_READ]["accuracy"] == 0.5  # 'yes' to yes and no
     assert "retrieval check: hybrid, question -> facts" in rows
     assert result["extra"]["vote_majority_equals_self_consistency"] == 2
     assert result["extra"]["answers"] == {"yes": 1, "no": 1}
+
+
+def test_strategyqa_chat_setting_names_the_model_asked_and_the_result_file(strategy_dir, tmp_path, quiet_env):
+    asked, chat = [], ScriptedChat("Step 1: Lake Baikal is 1,642 metres deep.\nSo the answer is yes.")
+    quiet_env.setattr(models, "chat_model", lambda setting=None: asked.append(setting) or chat)
+    out = tmp_path / "results"
+    strategyqa.main(["--data", str(strategy_dir), "--questions", "2", "--retriever", "bm25", "--no-votes",
+                     "--chat", "qwen-x", "--results-dir", str(out)])
+    result = read_result(out, "strategyqa-qwen-x-subset")
+    assert asked == ["qwen-x"] and not (out / "strategyqa-subset.json").exists()
+    assert result["significance"]["bases"] == list(strategyqa.BASES)
+    gains = {(row["rung"], row["over"]) for row in result["significance"]["gains"]}
+    assert ("(c) RwR (verify each step, top 3 facts)", strategyqa.RETRIEVE_THEN_READ) in gains
+
+
+def test_retrieve_then_read_gives_the_chat_model_the_questions_top_facts_and_no_chain():
+    chat = ScriptedChat("So the answer is no.")
+    search = recording_search({"Can an emu fly?": [0, 1, 2, 3, 4, 5]})
+    assert strategyqa.retrieve_then_read("Can an emu fly?", search, chat) == "no"
+    messages, options = chat.calls[0]
+    facts = "\n".join(f"{n + 1}. {doc(n).text}" for n in range(5))
+    assert messages[-1]["content"] == f"Question: Can an emu fly?\nFacts:\n{facts}"
+    assert search.calls == [("Can an emu fly?", 5)]
+    assert options["temperature"] == 0.0 and options["stop"] == ["\n"] and len(chat.calls) == 1
 
 
 class FakeSpecialist(ScriptedChat):
