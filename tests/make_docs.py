@@ -33,6 +33,12 @@ and this script rewrites only what is between them (a region may also sit inside
   (a break, lunch) keeps the minutes written. "start" is the minutes of the rows above, added up.
 - `plan-length NAME`: the sum of the minutes of the `plan NAME` region of the same document ("3 h 35 min"),
   for the plan's heading.
+- `run-time lessons/NN_….ipynb`: how long running the notebook's cells took in the run committed with it (its
+  cells' `metadata.execution` times, first start to last reply), as "about 6 minutes (340 s)"; for the first
+  cell of each lesson and solution. Re-executing a lesson changes it: run `make docs` afterwards.
+
+The documents are DOCUMENTS and every notebook of lessons/ and solutions/ (a region in a notebook sits in a
+markdown cell, on one line).
 
 Run `python -m tests.make_docs` (what `make docs` does) to rewrite the documents, `--check` to list the ones
 that differ from what it would write (exit status 1); tests/test_docs.py runs the check. It needs no model and
@@ -45,6 +51,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +152,29 @@ def test_seconds(number: str) -> float:
     return times[name]
 
 
+def committed_run_seconds(relative: str) -> int:
+    """Seconds from the first code cell's start to the last one's reply in a notebook's committed run."""
+    notebook = load_json(relative)
+    times = [cell.get("metadata", {}).get("execution", {}) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    if not times or not all("iopub.execute_input" in t and "shell.execute_reply" in t for t in times):
+        raise DocsError(f"{relative}: a code cell has no execution time: commit the notebook from a real run")
+    started, ended = (datetime.fromisoformat(times[0]["iopub.execute_input"].replace("Z", "+00:00")),
+                      datetime.fromisoformat(times[-1]["shell.execute_reply"].replace("Z", "+00:00")))
+    return max(1, round((ended - started).total_seconds()))
+
+
 # the kinds of region
+
+
+def run_time_region(args: list[str]) -> str:
+    """A notebook's committed run time, in words, with the source the prose guard asks for."""
+    seconds = committed_run_seconds(args[0])
+    if seconds < 90:
+        return f"{seconds} s<!-- source: {seconds} = the seconds of the committed run of {args[0]} (make docs) -->"
+    minutes = round(seconds / 60)
+    return (f"about {minutes} minutes ({seconds:,} s)<!-- source: {minutes}, {seconds:,} = the minutes and seconds of "
+            f"the committed run of {args[0]} (make docs) -->")
+
 
 
 def rows_region(args: list[str]) -> str:
@@ -364,7 +393,7 @@ def plan_length_region(args: list[str], document: str) -> str:
 
 KINDS: dict[str, Callable[..., str]] = {
     "rows": rows_region, "specialists": specialists_region, "gains": gains_region, "stages": stages_region,
-    "lesson-time": lesson_time_region,
+    "lesson-time": lesson_time_region, "run-time": run_time_region,
     "test-run": test_run_region,
 }
 
@@ -398,14 +427,34 @@ def render(text: str, where: str = "<document>") -> str:
     return REGION.sub(replace, text)
 
 
+def render_notebook(text: str, where: str = "<notebook>") -> str:
+    """A notebook's JSON with the regions of its markdown cells rewritten; the same text when none changed."""
+    notebook = json.loads(text)
+    changed = False
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "markdown" and REGION.search(source):
+            new = render(source, where)
+            if new != source:
+                cell["source"], changed = new.splitlines(keepends=True), True
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n" if changed else text
+
+
+def render_path(path: Path) -> str:
+    """What `make docs` writes for a document or a notebook."""
+    text, where = path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix()
+    return render_notebook(text, where) if path.suffix == ".ipynb" else render(text, where)
+
+
 def documents() -> list[Path]:
-    return [ROOT / name for name in DOCUMENTS if (ROOT / name).is_file()]
+    notebooks = sorted((ROOT / "lessons").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+    return [ROOT / name for name in DOCUMENTS if (ROOT / name).is_file()] + notebooks
 
 
 def stale() -> list[str]:
     """The documents whose committed text differs from what `make docs` would write."""
     return [path.relative_to(ROOT).as_posix() for path in documents()
-            if render(text := path.read_text(encoding="utf-8"), path.name) != text]
+            if render_path(path) != path.read_text(encoding="utf-8")]
 
 
 def main(argv: list[str]) -> int:
@@ -415,8 +464,7 @@ def main(argv: list[str]) -> int:
             print(f"{name} differs from what `make docs` writes")
         return 1 if names else 0
     for path in documents():
-        text = path.read_text(encoding="utf-8")
-        new = render(text, path.relative_to(ROOT).as_posix())
+        text, new = path.read_text(encoding="utf-8"), render_path(path)
         if new != text:
             path.write_text(new, encoding="utf-8")
             print(f"rewrote {path.relative_to(ROOT)}")
