@@ -62,6 +62,10 @@ class CrossEncoderReranker:
         pairs = [(query, passage_text(doc)) for doc in docs]
         return np.asarray(self._model.predict(pairs, batch_size=16, show_progress_bar=False), dtype=np.float32)
 
+    def tokens(self, text: str) -> list[str]:
+        """The word pieces the model reads for text, before its max_length cut (lessons/04, exercise 4.2)."""
+        return self._model.tokenizer.tokenize(text)
+
 
 class FlagCrossEncoderReranker:
     """FlagEmbedding's FlagReranker over the same kind of model dir: the call bge-reranker's card shows."""
@@ -81,6 +85,10 @@ class FlagCrossEncoderReranker:
             return np.empty(0, dtype=np.float32)
         scores = self._model.compute_score([[query, passage_text(doc)] for doc in docs], normalize=True)
         return np.atleast_1d(np.asarray(scores, dtype=np.float32))
+
+    def tokens(self, text: str) -> list[str]:
+        """The word pieces the model reads for text, before its max_length cut."""
+        return self._model.tokenizer.tokenize(text)
 
 
 class BiEncoderReranker:

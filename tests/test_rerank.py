@@ -181,6 +181,14 @@ def test_flag_reranker_and_cross_encoder_load_it_and_agree(tiny_model):
 
 
 @pytest.mark.model
+def test_both_cross_encoders_show_the_word_pieces_their_model_reads(tiny_model):
+    st, flag = CrossEncoderReranker(tiny_model.path, threads=1), FlagCrossEncoderReranker(tiny_model.path, threads=1)
+    pieces = st.tokens("Sick leave rules")
+    assert pieces == flag.tokens("Sick leave rules") and "".join(p.lstrip("#") for p in pieces) == "sickleaverules"
+    assert len(st.tokens("Sick leave " * 200)) == 400  # the whole text: the max_length cut comes when scoring
+
+
+@pytest.mark.model
 def test_llm_reranker_with_the_real_model_gives_scores_in_range(local_chat):
     scores = LLMReranker(local_chat).score("How many sick days?", DOCS[:2])
     assert ((scores >= 0) & (scores <= 10)).all()
