@@ -8,7 +8,7 @@ from ragkit.corpus import Doc, Hit, Question
 from ragkit.evaluate import evaluate_pipeline
 from ragkit.exercises import ExerciseFailed, check_exercise
 from ragkit.lexical import BM25Index
-from ragkit.parent_child import ParentChildIndex, child_docs
+from ragkit.parent_child import ParentChildIndex, ParentHit, child_docs
 from ragkit.text import search_tokenize
 
 DOCS = [Doc("sick", "Report sick in Slack before 9:30. From day four you need a doctor's note. Rest at home.", "Sick"),
@@ -130,3 +130,19 @@ def test_5_3_bm25_over_documents_and_over_children_pass():
 def test_5_3_wrong_values_fail_with_a_pointer(changes, message):
     with pytest.raises(ExerciseFailed, match=message):
         exercise_5_3(**changes)
+
+
+def test_5_3_catches_a_parent_child_index_that_ranks_a_parent_by_its_worst_child(monkeypatch):
+    def by_worst_child(self, query, *, k=5):
+        ranked: dict = {}
+        for hit in self.search_children(query, k=k * self.depth_per_parent):
+            parent_id = hit.doc.parent_id or hit.id
+            ranked.pop(parent_id, None)  # the bug: a later (worse) child moves its parent down
+            ranked[parent_id] = ParentHit(self.parents[parent_id], hit.score, hit.doc)
+        return list(ranked.values())[:k]
+
+    monkeypatch.setattr(ParentChildIndex, "search", by_worst_child)
+    broken = bm25_run(ParentChildIndex(DOCS, lambda kids: BM25Index(kids, tokenizer=search_tokenize)))
+    assert [row["retrieved"] for row in broken.per_question] != [row["retrieved"] for row in CHILD_RUN.per_question]
+    with pytest.raises(ExerciseFailed, match="`bm25_children` ranks"):
+        exercise_5_3(bm25_children=broken)
