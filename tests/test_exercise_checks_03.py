@@ -97,14 +97,19 @@ BY_COUNT = {0: dict(DENSE), 1: {"recall@1": 0.375, "recall@5": 0.679, "mrr@5": 0
             5: {"recall@1": 0.304, "recall@5": 0.500, "mrr@5": 0.371}}
 
 
+EXPANSIONS = {"q1": Rewrite("q", ("q", "a generated question"), "", ()), "q2": Rewrite("r", ("r",), "", ())}
+
+
 def exercise_3_3(**changes):
     return check_exercise("3.3", {"by_count": BY_COUNT, "baseline": {"dense": {"retriever": "dense", **DENSE}},
-                                  **changes})
+                                  "expansions": EXPANSIONS, **changes})
 
 
 def test_3_3_one_row_per_count_starting_at_dense_search_passes():
     assert exercise_3_3()
     assert exercise_3_3(by_count={**BY_COUNT, 3: BY_COUNT[2]})
+    only_the_original = {n: dict(DENSE) for n in (0, 1, 2, 5)}  # right when the model generated nothing
+    assert exercise_3_3(by_count=only_the_original, expansions={"q2": EXPANSIONS["q2"]})
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -114,6 +119,7 @@ def test_3_3_one_row_per_count_starting_at_dense_search_passes():
     ({"by_count": {**BY_COUNT, 2: {"recall@1": 0.339}}}, r"`by_count\[2\]` has no recall@5, mrr@5"),
     ({"by_count": {**BY_COUNT, 5: {"recall@5": 50.0, "mrr@5": 37.1}}}, "between 0 and 1"),
     ({"by_count": list(BY_COUNT.values())}, "should map 0, 1, 2 and 5"),
+    ({"by_count": {n: dict(DENSE) for n in (0, 1, 2, 5)}}, "all score as the original alone, though 1 of the 2"),
 ])
 def test_3_3_wrong_values_fail_with_a_pointer(changes, message):
     with pytest.raises(ExerciseFailed, match=message):

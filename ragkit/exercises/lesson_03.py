@@ -100,11 +100,12 @@ def hypothetical_document(paraphrases, hyde_hits, hyde_scores, questions, by_id)
                 f"{len(wanted)} paraphrase questions: measure the HyDE search on `paraphrases`")
 
 
-@exercise("3.3", names=("by_count", "baseline"),
+@exercise("3.3", names=("by_count", "baseline", "expansions"),
           expects="dense search's recall@5 and MRR@5 for each number of generated questions fused with the "
                   "original: 0, 1, 2 and 5 (all of them)")
-def how_many_queries(by_count, baseline):
-    """One row per count of generated questions; with none, the fusion is dense search on the question."""
+def how_many_queries(by_count, baseline, expansions):
+    """One row per count of generated questions; with none, the fusion is dense search on the question; with some,
+    it ranks differently wherever the model generated questions."""
     require(isinstance(by_count, Mapping) and {0, 1, 2, 5} <= set(by_count),
             "`by_count` should map 0, 1, 2 and 5 (the number of generated questions used) to the scores, "
             f"not {sorted(by_count, key=str) if isinstance(by_count, Mapping) else type(by_count).__name__}")
@@ -115,3 +116,10 @@ def how_many_queries(by_count, baseline):
                 f"with no generated question the fusion searches the original alone, which is dense search on the "
                 f"question ({key} {dense[key]:.3f} in section 4), but `by_count[0]` has {rows[0][key]:.3f}: fuse "
                 "expansions[q.id].queries[:1 + n] with dense.search")
+    generated = sum(len(expansion.queries) > 1 for expansion in expansions.values())
+    alike = [used for used in (1, 2, 5)
+             if all(abs(rows[used][key] - rows[0][key]) <= SAME for key in ("recall@5", "mrr@5"))]
+    require(not generated or len(alike) < 3,
+            f"`by_count[1]`, `[2]` and `[5]` all score as the original alone, though {generated} of the "
+            f"{len(expansions)} expansions hold generated questions: fuse every query of "
+            "expansions[q.id].queries[:1 + n], not only the first")
