@@ -197,7 +197,7 @@ bench-hotpotqa: $(STAMP)
 
 # Yes/no accuracy on StrategyQA (CoT, RwR, retrieve then read, self-consistency, RwR vote) on 40 of its fixed 200
 # questions with 3 sampled paths: ~13 min. STRATEGYQA_ARGS= (empty) runs all 200 with 5 paths (~1.5 h, estimated);
-# STRATEGYQA_ARGS="--questions 40 --no-votes --chat qwen-1.5b" asks Qwen2.5-Coder-1.5B for every row
+# STRATEGYQA_ARGS="--questions 30 --no-votes --chat qwen-1.5b" asks Qwen2.5-Coder-1.5B for every row (~48 min)
 # (results/strategyqa-qwen-1.5b-subset.json).
 STRATEGYQA_ARGS ?= --questions 40 --paths 3
 bench-strategyqa: $(STAMP)
