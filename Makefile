@@ -73,9 +73,9 @@ $(WHEELHOUSE_DIR)/.complete: pyproject.toml constraints.txt $(QWEN_WHEELS)
 	touch $@
 
 # The course cross-encoder (lesson 04 shows how it is trained) is built here, once: 3-6 min on 2 cores, then
-# cached under .cache/, so no lesson waits for it. Delete .cache/course-reranker-* to watch lesson 04 train it.
+# cached under .cache/, so no lesson waits for it. Delete .cache/course-reranker/ to watch lesson 04 train it.
 reranker: $(STAMP)
-	$(BIN)/python -m ragkit.reranker_training
+	$(BIN)/python -m ragkit.train.reranker
 
 # The chat model fine-tuned for one job each (decomposer, yes/no answerer, step judge, reader, relevance judge;
 # lesson 09): LoRA on 2 cores (each job's minutes: docs/results.md, generated from models/specialists/*/
@@ -83,11 +83,11 @@ reranker: $(STAMP)
 # SPECIALISTS="decomposer" builds one alone.
 SPECIALISTS ?=
 specialists: $(STAMP)
-	$(BIN)/python -m ragkit.specialists $(SPECIALISTS)
+	$(BIN)/python -m ragkit.train.specialists $(SPECIALISTS)
 
 # The chat model dequantised for transformers (lesson 09 fine-tunes it), made once under .cache/ (~30 s).
 base-model: $(STAMP)
-	$(BIN)/python -c "from ragkit.finetune import prepare_base; print(prepare_base())"
+	$(BIN)/python -c "from ragkit.finetuned import prepare_base; print(prepare_base())"
 
 lab: $(STAMP) reranker
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons

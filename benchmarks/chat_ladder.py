@@ -29,7 +29,8 @@ from ragkit.llm import LlamaCppChat, smollm2_path
 from ragkit.reader_specialist import SpecialistReader
 from ragkit.rerank import LLMReranker, RelevanceJudge
 from ragkit.rewrite import multi_query, parse_questions, rewrite_query
-from ragkit.specialists import COMMITTED_DIR, Specialist, decomposition_scores, specialist_record
+from ragkit.specialists import COMMITTED_DIR, Specialist, specialist_record
+from ragkit.train.heldout import decomposition_scores
 
 RUNGS = ("smollm2", "smollm2 taught", "qwen-0.5b", "qwen-1.5b")
 JOBS = ("restore", "multi-query", "score 0-10", "relevance", "decompose", "verdict", "answer", "reader")

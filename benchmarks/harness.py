@@ -186,7 +186,7 @@ def encode_corpus(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str)
 def course_cross_encoder(rec: StageRecorder, threads: int):
     """The course cross-encoder (trained on the handbook if it is not cached yet: ~2 minutes)."""
     from ragkit.rerank import CrossEncoderReranker
-    from ragkit.reranker_training import TrainingConfig, train_course_reranker
+    from ragkit.train.reranker import TrainingConfig, train_course_reranker
 
     with rec.stage("course CE: train (or reuse the cached one)"):
         report = train_course_reranker(threads=threads)

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.span_head import SpanReader, train_reader
-from ragkit import finetune
 from ragkit.evaluate import exact_match, mean, token_f1
-from ragkit.finetune import FineTuneConfig
 from ragkit.jobs import passage_body, reader_messages
 from ragkit.reader import NOT_IN_PASSAGES
-from ragkit.reader_records import build_records
-from ragkit.specialist_records import heldout_sample
+from ragkit.train import finetune
+from ragkit.train.finetune import FineTuneConfig
+from ragkit.train.records.reader import build_records
+from ragkit.train.records.specialists import heldout_sample
 
 RESULTS = Path(__file__).parent / "results" / "reader-pilot.json"
 CONFIG = FineTuneConfig(max_length=512, lora_rank=8, lora_alpha=16.0, batch_size=8)

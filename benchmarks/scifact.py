@@ -259,7 +259,7 @@ def mined_pairs(queries: dict[str, str], qrels: dict[str, dict[str, int]], searc
 
 def scifact_training(args) -> dict:
     """Everything that changes the in-domain cross-encoder: its cache key."""
-    from ragkit.reranker_training import TrainingConfig
+    from ragkit.train.reranker import TrainingConfig
 
     config = TrainingConfig(epochs=args.train_epochs, groups_per_batch=2, max_length=args.train_max_length,
                             learning_rate=args.train_lr)  # 2 queries a step: the course CE's setting
@@ -280,7 +280,7 @@ def scifact_reranker_dir(folder: Path, settings: dict) -> Path:
 def train_scifact_cross_encoder(folder: Path, args, rec: StageRecorder, bm25: BM25Index | None):
     """Fine-tune (or reuse) the cross-encoder on SciFact train qrels; returns the reranker and a report."""
     from ragkit.rerank import CrossEncoderReranker
-    from ragkit.reranker_training import TrainingConfig, TrainReport, train_cross_encoder
+    from ragkit.train.reranker import TrainingConfig, TrainReport, train_cross_encoder
 
     if not stored_file(folder / "qrels" / "train.tsv").is_file():
         raise SystemExit(f"--train-scifact-ce needs {folder / 'qrels' / 'train.tsv'} (BEIR train qrels)")

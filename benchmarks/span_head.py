@@ -21,12 +21,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ragkit import finetune
+from ragkit import finetuned
 from ragkit.corpus import Hit
 from ragkit.errors import TrainingError
-from ragkit.finetune import FineTuneConfig
 from ragkit.jobs import passage_body
 from ragkit.reader import NOT_IN_PASSAGES, ReaderAnswer
+from ragkit.train import finetune
+from ragkit.train.finetune import FineTuneConfig
 
 OPTIONS = ("yes", "no", "none")
 MAX_ANSWER_TOKENS = 16
@@ -176,7 +177,7 @@ def train_reader(records: Sequence[dict], *, config: FineTuneConfig, threads: in
     from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
 
-    model, tokenizer = finetune.load_base(threads=threads)
+    model, tokenizer = finetuned.load_base(threads=threads)
     examples = [e for e in (example_of(tokenizer, r) for r in records) if e]
     examples = [e for e in examples if len(e[0]) <= config.max_length]
     skipped, usable = len(records) - len(examples), len(examples)

@@ -13,11 +13,13 @@ from pathlib import Path
 
 from benchmarks.harness import StageRecorder, positive_int, write_result
 from ragkit.config import load_settings
-from ragkit.finetune import FineTuneConfig, base_model_dir, dequantise_gguf, load_finetuned, load_model, train
+from ragkit.finetuned import base_model_dir, dequantise_gguf, load_finetuned, load_model
 from ragkit.ladder import QWEN, qwen_path
 from ragkit.llm import TransformersChat
-from ragkit.specialist_records import build_records
-from ragkit.specialists import COMMITTED_DIR, heldout_scores, load_specialist, specialist_record
+from ragkit.specialists import COMMITTED_DIR, load_specialist, specialist_record
+from ragkit.train.finetune import FineTuneConfig, train
+from ragkit.train.heldout import heldout_scores
+from ragkit.train.records.specialists import build_records
 
 METHODS = {"lora": FineTuneConfig(max_length=192, lora_rank=8, lora_alpha=16.0),
            "full": FineTuneConfig(method="full", learning_rate=1e-4, max_length=192)}

@@ -95,7 +95,7 @@ class LlamaCppChat:
         self.replies = replies  # a ReplyCache, or None to always ask the model
         runtime = package_version("xllamacpp") or "unknown"
         self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {runtime}"
-        if lora:  # LoRA adapter GGUFs applied at run time (ragkit.gguf_lora writes them); they change every reply
+        if lora:  # LoRA adapter GGUFs applied at run time (ragkit.train.gguf_lora writes them); they change every reply
             adapters = [Path(a).expanduser() for a in lora]
             missing = [str(a) for a in adapters if not a.is_file()]
             if missing:

@@ -9,11 +9,12 @@ Taught in lessons/00_setup.ipynb.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from ragkit.config import DEFAULT_TIMEOUT, ROLES, Settings, load_settings, openai_settings, split_spec
+from ragkit.config import DEFAULT_TIMEOUT, ROLES, Settings, cache_dir, load_settings, openai_settings, split_spec
 from ragkit.embeddings import (
     E5Embedder,
     Embedder,
@@ -110,9 +111,9 @@ def _reranker(spec: str, threads: int, model_cache: str = "") -> Reranker:
 def _load_reranker(spec: str, threads: int) -> Reranker:
     kind, argument = split_spec(spec)
     if kind == "course":
-        from ragkit.reranker_training import TrainingConfig
-
-        return CrossEncoderReranker(course_reranker(), max_length=TrainingConfig().max_length, threads=threads)
+        path = course_reranker()
+        trained = json.loads((path / "training.json").read_text(encoding="utf-8"))
+        return CrossEncoderReranker(path, max_length=trained["config"]["max_length"], threads=threads)
     if kind in ("ce", "flag") and not argument:
         raise ConfigError(f"RAGKIT_RERANKER={kind} needs a model: {kind}:<dir or name>, "
                           f"e.g. {kind}:BAAI/bge-reranker-base")
@@ -126,15 +127,17 @@ def _load_reranker(spec: str, threads: int) -> Reranker:
                       "(e.g. RAGKIT_RERANKER=ce:BAAI/bge-reranker-base)")
 
 
-def course_reranker():
-    """The folder of the trained course cross-encoder; a clear error if it has not been trained."""
-    from ragkit.reranker_training import course_reranker_dir
+def course_reranker_dir() -> Path:
+    """Where the course cross-encoder is trained to (ragkit.train.reranker) and loaded from."""
+    return cache_dir() / "course-reranker"
 
+
+def course_reranker() -> Path:
+    """The folder of the trained course cross-encoder; a clear error if it has not been trained."""
     path = course_reranker_dir()
     if not (path / "training.json").exists():
-        raise ModelNotFound("the course cross-encoder is not trained yet: run "
-                            "`from ragkit.reranker_training import train_course_reranker; "
-                            "train_course_reranker()` (lessons/04_reranking.ipynb does, about 2 minutes)")
+        raise ModelNotFound(f"the course cross-encoder is not trained yet (nothing in {path}): run `make reranker` "
+                            "(2 to 4 minutes; lessons/04_reranking.ipynb trains it too)")
     return path
 
 

@@ -1,4 +1,4 @@
-"""ragkit.finetune on a tiny random Llama: loss masking, training, atomic saves, load-back, the chat interface."""
+"""ragkit.train.finetune on a tiny random Llama: loss masking, training, atomic saves, load-back, the chat interface."""
 
 import json
 import math
@@ -6,21 +6,21 @@ import math
 import pytest
 import torch
 
-from ragkit import finetune
+from ragkit import finetuned
 from ragkit.errors import CorpusError, ModelNotFound, TrainingError
-from ragkit.finetune import (
+from ragkit.finetuned import load_finetuned, load_model
+from ragkit.llm import TransformersChat
+from ragkit.train import finetune
+from ragkit.train.finetune import (
     IGNORE,
     FineTuneConfig,
     encode_example,
     fine_tune,
-    load_finetuned,
-    load_model,
     pad_batch,
     read_records,
     save_finetuned,
     train,
 )
-from ragkit.llm import TransformersChat
 from tests.tiny_llm import tiny_chat_model
 
 torch.set_num_threads(1)
@@ -185,7 +185,7 @@ def test_a_killed_save_leaves_a_partial_folder_that_never_loads_and_the_old_mode
 
 def test_fine_tune_trains_and_saves(tmp_path, tiny):
     report = fine_tune(RECORDS, tmp_path / "m", config=FineTuneConfig(**QUICK), base=tiny, threads=1, progress=False)
-    saved = json.loads((tmp_path / "m" / finetune.RECORD_FILE).read_text())
+    saved = json.loads((tmp_path / "m" / finetuned.RECORD_FILE).read_text())
     assert saved["report"]["losses"] == list(report.losses) and saved["base"]["folder"] == str(tiny.resolve())
 
 
@@ -305,7 +305,7 @@ def test_options_are_keyword_only():
 
 @pytest.mark.model
 def test_the_default_chat_model_loads_into_transformers_ready_for_chat():
-    model, tokenizer = finetune.load_base(threads=1)
+    model, tokenizer = finetuned.load_base(threads=1)
     assert round(sum(p.numel() for p in model.parameters()) / 1e6, 1) == 134.5
     assert tokenizer.eos_token == "<|im_end|>" and tokenizer("Hi")["input_ids"][0] != tokenizer.convert_tokens_to_ids(
         "<|im_start|>")  # no BOS added, as llama.cpp adds none

@@ -1,4 +1,5 @@
-"""ragkit.gguf_lora: a peft LoRA adapter written as a llama.cpp LoRA GGUF, checked against llama.cpp's loader rules;
+"""ragkit.train.gguf_lora: a peft LoRA adapter written as a llama.cpp LoRA GGUF,
+checked against llama.cpp's loader rules;
 with the real model, llama.cpp (Q4_1 base + adapter) against transformers + peft."""
 
 import json
@@ -8,8 +9,9 @@ import pytest
 import torch
 
 from ragkit.errors import ConfigError, ModelNotFound
-from ragkit.finetune import FineTuneConfig, load_model, trainable
-from ragkit.gguf_lora import HF_TO_GGUF, gguf_tensor_name, lora_to_gguf, rotary_permute
+from ragkit.finetuned import load_model
+from ragkit.train.finetune import FineTuneConfig, trainable
+from ragkit.train.gguf_lora import HF_TO_GGUF, gguf_tensor_name, lora_to_gguf, rotary_permute
 from tests.tiny_llm import tiny_chat_model
 
 torch.set_num_threads(1)
@@ -95,9 +97,9 @@ def test_options_llama_cpp_cannot_apply_are_refused(adapter, tmp_path):
 @pytest.mark.model
 def test_llama_cpp_with_the_converted_adapter_agrees_with_transformers_and_peft(tmp_path):
     """Real SmolLM2: the same random LoRA (q/k included, so a wrong permutation would show) read both ways."""
-    from ragkit.finetune import load_base
-    from ragkit.gguf_lora import base_heads
+    from ragkit.finetuned import load_base
     from ragkit.llm import LlamaCppChat, smollm2_path
+    from ragkit.train.gguf_lora import base_heads
 
     model, tokenizer = load_base(threads=1)
     model = trainable(model, FineTuneConfig(lora_rank=8, lora_alpha=16.0, lora_targets=("q_proj", "k_proj", "v_proj")))

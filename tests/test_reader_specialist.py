@@ -4,12 +4,13 @@ import math
 
 import pytest
 
-from ragkit import reader_records, specialists
 from ragkit.corpus import Doc, Hit
 from ragkit.jobs import PASSAGE_CHARS, SYSTEMS, parse_reader, reader_messages
 from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.reader_specialist import SpecialistReader
 from ragkit.spans import closest_span, extract
+from ragkit.train.heldout import heldout_scores, reader_scores
+from ragkit.train.records import reader as reader_records
 from tests.fakes import ScriptedChat
 
 
@@ -40,16 +41,16 @@ def test_extraction_keeps_the_passage_wording_and_says_which_passage():
 def test_reader_scores_compare_with_each_records_answer_per_source_and_kind():
     records = [{"answer": " Oslo", "source": "squad", "kind": "span"},
                {"answer": " no", "source": "strategyqa", "kind": "no"}]
-    scores = specialists.reader_scores(["oslo", "yes"], records)
+    scores = reader_scores(["oslo", "yes"], records)
     assert scores["em"] == 0.5 and scores["f1[squad]"] == 1.0 and scores["f1[no]"] == 0.0 and scores["n"] == 2
     with pytest.raises(ValueError):
-        specialists.reader_scores(["oslo"], records)
+        reader_scores(["oslo"], records)
 
 
 def test_heldout_scores_read_the_reply_as_the_reader_does():
     records = [{"messages": [], "answer": " The Eiffel Tower", "passages": [["Paris", "The Eiffel Tower is tall."]],
                 "source": "squad", "kind": "span"}]
-    scores = specialists.heldout_scores(ScriptedChat("the eiffel tower.\nignored"), records, job="reader")
+    scores = heldout_scores(ScriptedChat("the eiffel tower.\nignored"), records, job="reader")
     assert scores["em"] == 1.0
 
 

@@ -1,4 +1,5 @@
-"""ragkit.relevance_records: the relevance judge's training records, from small fake copies of the training files."""
+"""ragkit.train.records.relevance: the relevance judge's training records, from small fake copies of
+the training files."""
 
 import json
 
@@ -6,7 +7,7 @@ import pytest
 
 from ragkit.errors import CorpusError
 from ragkit.jobs import SYSTEMS
-from ragkit.relevance_records import build_records, source_files
+from ragkit.train.records.relevance import build_records, source_files
 
 ABSTRACTS = {"d1": ("Aspirin", "Aspirin lowers fever in adults."), "d2": ("Fever", "Fever is a raised body heat."),
              "d3": ("Aspirin dose", "Aspirin dose for fever in children."), "d4": ("Coffee", "Coffee has caffeine."),

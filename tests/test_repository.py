@@ -10,8 +10,8 @@ import tomllib
 import pytest
 
 from benchmarks import harness, hotpotqa_data, scifact, strategyqa
-from ragkit import specialist_records
 from ragkit.config import PROJECT_DIR, evaldata_dir
+from ragkit.train.records import specialists as specialist_records
 
 MiB = 2**20
 LARGE_FILES_LIVE_IN = ("data/", "models/")

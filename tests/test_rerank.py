@@ -15,7 +15,7 @@ from ragkit.rerank import (
     rerank,
     yes_probability,
 )
-from ragkit.reranker_training import (
+from ragkit.train.reranker import (
     TrainingConfig,
     heldout_accuracy,
     query_groups,
@@ -144,7 +144,7 @@ def test_heldout_accuracy_counts_ordered_pairs():
 
 def test_committed_pairs_match_the_queries_they_are_built_from():
     from ragkit.corpus import load_docs, read_jsonl
-    from ragkit.reranker_training import PAIRS_FILE, QUERIES_FILE
+    from ragkit.train.reranker import PAIRS_FILE, QUERIES_FILE
 
     rebuilt = training_pairs(read_jsonl(QUERIES_FILE), load_docs())
     assert read_jsonl(PAIRS_FILE) == rebuilt
@@ -202,5 +202,5 @@ def test_reranker_settings_say_what_to_do(fresh_models, monkeypatch, tmp_path):
     with pytest.raises(ModelNotFound, match="no model directory"):
         fresh_models.reranker(f"flag:{tmp_path}/missing")
     monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path))
-    with pytest.raises(ModelNotFound, match="train_course_reranker"):
+    with pytest.raises(ModelNotFound, match="make reranker"):
         fresh_models.reranker("course")

@@ -1,15 +1,18 @@
-"""ragkit.rewriter_records: rewrites sampled, judged by where the relevant documents land, and kept only if better."""
+"""ragkit.train.records.rewriter: rewrites sampled, judged by where the relevant documents land,
+and kept only if better."""
 
 import gzip
 import json
 
 import pytest
 
-from ragkit import specialist_records, specialists
+from ragkit import specialists
 from ragkit.corpus import Doc, Hit
 from ragkit.jobs import SYSTEMS
 from ragkit.lexical import BM25Index
-from ragkit.rewriter_records import (
+from ragkit.text import search_tokenize
+from ragkit.train.records import specialists as specialist_records
+from ragkit.train.records.rewriter import (
     Task,
     build_records,
     candidates,
@@ -28,7 +31,6 @@ from ragkit.rewriter_records import (
     training_tasks,
     write_judgements,
 )
-from ragkit.text import search_tokenize
 from tests.fakes import ScriptedChat
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks import span_head as span_reader
 from benchmarks.span_head import OPTIONS, UNANSWERABLE, answer_positions, best_span, encode, span_text
-from ragkit import reader_records
 from ragkit.reader import NOT_IN_PASSAGES
+from ragkit.train.records import reader as reader_records
 
 
 class WordTokenizer:

@@ -1,4 +1,4 @@
-"""ragkit.specialist_records and ragkit.specialists: training records from small fake evaluation files, reading
+"""ragkit.train.records.specialists and ragkit.specialists: training records from small fake evaluation files, reading
 replies, scores, prompts put into a job's format, where specialists are found, and a build on a tiny model."""
 
 import gzip
@@ -8,14 +8,18 @@ import math
 import pytest
 import torch
 
-from ragkit import specialists
+from ragkit import finetuned, specialists
 from ragkit.corpus import Doc
 from ragkit.errors import ConfigError, CorpusError, ModelNotFound
-from ragkit.finetune import FineTuneConfig
 from ragkit.jobs import MAX_STEPS, SYSTEMS, numbered, parse_decomposition, parse_label, parse_yes_no
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatReply
-from ragkit.specialist_records import (
+from ragkit.specialists import Specialist, reframe, specialist_dir
+from ragkit.text import search_tokenize
+from ragkit.train import specialists as building
+from ragkit.train.finetune import FineTuneConfig
+from ragkit.train.heldout import decomposition_scores, heldout_scores, label_scores, rewriter_scores
+from ragkit.train.records.specialists import (
     answerer_records,
     balance,
     build_records,
@@ -26,8 +30,6 @@ from ragkit.specialist_records import (
     split_of,
     wikidata_question,
 )
-from ragkit.specialists import Specialist, decomposition_scores, label_scores, reframe, specialist_dir
-from ragkit.text import search_tokenize
 from tests.fakes import ScriptedChat
 from tests.tiny_llm import tiny_chat_model
 
@@ -209,14 +211,14 @@ def test_label_scores_give_accuracy_the_majority_baseline_and_accuracy_per_label
 
 def test_evaluate_runs_a_chat_model_on_the_records():
     records = [{"messages": [{"role": "user", "content": "Q?"}], "answer": a} for a in ("yes", "no")]
-    assert specialists.heldout_scores(ScriptedChat("Yes.", "yes"), records, job="answerer")["accuracy"] == 0.5
+    assert heldout_scores(ScriptedChat("Yes.", "yes"), records, job="answerer")["accuracy"] == 0.5
 
 
 def test_the_relevance_judge_is_also_scored_by_how_its_p_yes_ranks_relevant_passages_first():
     records = [{"messages": [{"role": "user", "content": "Q?"}], "answer": a} for a in ("yes", "no", "yes")]
     replies = [ChatReply("no", "scripted", top_logprobs=(("no", math.log(p_no)), ("yes", math.log(1 - p_no))))
                for p_no in (0.6, 0.9, 0.55)]  # says "no" every time, yet ranks both relevant passages first
-    scores = specialists.heldout_scores(ScriptedChat(*replies), records, job="relevance")
+    scores = heldout_scores(ScriptedChat(*replies), records, job="relevance")
     assert scores["accuracy[yes]"] == 0.0 and scores["auc"] == 1.0
 
 
@@ -225,7 +227,7 @@ def test_the_relevance_judge_is_also_scored_on_its_hard_pairs_alone():
                for a, extra in (("yes", {}), ("no", {}), ("no", {"negative": "random"}))]
     replies = [ChatReply("no", "scripted", top_logprobs=(("no", math.log(p_no)), ("yes", math.log(1 - p_no))))
                for p_no in (0.6, 0.5, 0.9)]  # the easy negative ranked last, the hard one above the relevant passage
-    scores = specialists.heldout_scores(ScriptedChat(*replies), records, job="relevance")
+    scores = heldout_scores(ScriptedChat(*replies), records, job="relevance")
     assert scores["auc"] == 0.5 and scores["auc[hard]"] == 0.0
 
 
@@ -235,7 +237,7 @@ def test_the_rewriter_is_scored_by_agreement_with_the_kept_rewrite_and_exact_res
                {"form": "keywords", "source": "xquad-vi:3", "answer": "Đội nào thắng?"},
                {"form": "keywords", "source": "xquad-vi:4", "answer": "Ai là vua?"}]
     replies = ["statin LDL", "not json and no question", "Đội nào thắng?", "Ai la vua?"]
-    scores = specialists.rewriter_scores(replies, records)
+    scores = rewriter_scores(replies, records)
     assert scores["agreement[restore]"] == 0.5  # the unaccented reply does not count
     assert scores["agreement[keywords]"] == pytest.approx(0.8)  # 2 of 3 words, both right
     assert scores["agreement[questions]"] < 0.5 and scores["n"] == 4
@@ -274,7 +276,7 @@ def test_the_rewriter_is_scored_on_held_out_records_as_lesson_03_asks_it():
                {"messages": [{"role": "user", "content": "questions: q"}], "form": "questions", "source": "s:2",
                 "answer": '{"questions": ["q?"]}'}]
     backend = ScriptedChat("q", '{"questions": ["q?"]}')
-    scores = specialists.heldout_scores(backend, records, job="rewriter")
+    scores = heldout_scores(backend, records, job="rewriter")
     assert backend.calls[0][1]["stop"] == ["\n"] and backend.calls[1][1]["json_schema"]["required"] == ["questions"]
     assert scores["agreement"] == 1.0
 
@@ -331,7 +333,7 @@ def built(tmp_path_factory):
     folder = tmp_path_factory.mktemp("build")
     root, base = write_evaldata(folder / "eval"), tiny_chat_model(folder / "tiny")
     config = FineTuneConfig(batch_size=4, max_steps=4, learning_rate=1e-2, lora_rank=4, lora_alpha=8.0)
-    record = specialists.build_specialist("decomposer", config=config, root=root, out_dir=folder / "decomposer",
+    record = building.build_specialist("decomposer", config=config, root=root, out_dir=folder / "decomposer",
                                           base=base, threads=1, eval_limit=3, progress=False)
     return folder, record, dict(config=config, root=root, out_dir=folder / "decomposer", base=base, threads=1,
                                 eval_limit=3, progress=False)
@@ -354,7 +356,7 @@ def test_a_build_records_its_provenance_scores_and_adapters(built):
 
 def test_the_same_build_is_reused_and_a_new_config_builds_again(built):
     _, record, options = built
-    assert specialists.build_specialist("decomposer", **options)["reused"]
+    assert building.build_specialist("decomposer", **options)["reused"]
 
 
 def test_a_built_specialist_loads_back_and_answers_in_transformers(built):
@@ -374,9 +376,9 @@ def test_a_specialist_trained_with_another_prompt_is_refused(built, tmp_path, mo
 @pytest.mark.model
 def test_a_specialist_of_the_real_model_runs_in_llama_cpp_and_in_transformers(tmp_path):
     """A specialist folder made by hand (an untrained adapter with small random B) loads both ways."""
-    from ragkit import finetune
+    from ragkit.train import finetune
 
-    model, tokenizer = finetune.load_base(threads=1)
+    model, tokenizer = finetuned.load_base(threads=1)
     config = FineTuneConfig(lora_rank=4, lora_alpha=8.0, lora_targets=("q_proj", "v_proj"))
     torch.manual_seed(0)
     model = finetune.trainable(model, config)
@@ -386,10 +388,10 @@ def test_a_specialist_of_the_real_model_runs_in_llama_cpp_and_in_transformers(tm
                 parameter.normal_(0, 0.02)
     report = finetune.TrainReport("lora", 0, 0, 0, 0, 0, 0, 0.0, 0.0, float("nan"), float("nan"))
     trained = finetune.Trained(model, tokenizer, report, config, finetune.base_identity(None))
-    adapter = specialists.gguf_adapter(trained, tmp_path)
+    adapter = building.gguf_adapter(trained, tmp_path)
     record = {"job": "decomposer", "prompt": SYSTEMS["decomposer"], "base": trained.base, "gguf_lora": True}
     folder = finetune.save_finetuned(trained, tmp_path / "decomposer",
-                                     extra=lambda f: specialists._write_specialist(f, record, [], adapter))
+                                     extra=lambda f: building._write_specialist(f, record, [], adapter))
     for backend in ("llama.cpp", "transformers"):
         chat = specialists.load_specialist(folder, backend=backend, threads=1)
         reply = chat.chat("Where was the composer of The Nutcracker born?", max_tokens=12)
@@ -398,10 +400,10 @@ def test_a_specialist_of_the_real_model_runs_in_llama_cpp_and_in_transformers(tm
 
 def test_a_new_config_or_new_records_make_a_new_build_key():
     data, base = {"records_sha256": "a"}, {"folder": "/m"}
-    key = specialists.build_key(FineTuneConfig(), data, base=base)
-    assert key == specialists.build_key(FineTuneConfig(), dict(data), base=dict(base))
-    assert key != specialists.build_key(FineTuneConfig(lora_rank=8), data, base=base)
-    assert key != specialists.build_key(FineTuneConfig(), {"records_sha256": "b"}, base=base)
+    key = building.build_key(FineTuneConfig(), data, base=base)
+    assert key == building.build_key(FineTuneConfig(), dict(data), base=dict(base))
+    assert key != building.build_key(FineTuneConfig(lora_rank=8), data, base=base)
+    assert key != building.build_key(FineTuneConfig(), {"records_sha256": "b"}, base=base)
 
 
 # --- the committed specialists ------------------------------------------------------------------------------
@@ -435,7 +437,7 @@ def test_a_committed_specialist_loads_and_meets_its_held_out_metric(job):
     # scored them
     replayed = (heldout_sample(heldout, CHECKED_RECORDS) if job in ("reader", "relevance", "rewriter")
                 else heldout[:CHECKED_RECORDS])
-    scores = specialists.heldout_scores(chat, replayed, job=job)
+    scores = heldout_scores(chat, replayed, job=job)
     # the relevance judge reranks by P(yes), so it is held to how it ranks, not to which word it says
     metric = {"decomposer": "step_f1", "reader": "f1", "relevance": "auc", "rewriter": "agreement"}.get(job, "accuracy")
     # a subset of the held-out records, on any CPU: near the recorded score, and clearly above the untrained model

@@ -1,9 +1,10 @@
-"""ragkit.splits: the one held-out rule, and the two splits built on it."""
+"""ragkit.train.splits: the one held-out rule, and the two splits built on it."""
 
 import pytest
 
-from ragkit import reranker_training, specialist_records
-from ragkit.splits import split_of
+from ragkit.train import reranker as reranker_training
+from ragkit.train.records import specialists as specialist_records
+from ragkit.train.splits import split_of
 
 KEYS = [f"Question number {n} about the handbook?" for n in range(2000)]
 

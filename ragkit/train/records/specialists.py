@@ -8,10 +8,10 @@ public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a has
 - judge: a statement and numbered evidence -> "supports" / "contradicts" / "unrelated": a StrategyQA fact
   among retrieved look-alikes (supports) or only the look-alikes (unrelated), SciFact claims with their
   rationale sentences (SUPPORT, CONTRADICT) or another claim's (unrelated).
-- reader: ragkit.reader_records (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no);
-- relevance: ragkit.relevance_records (SciFact train claims, HotpotQA, SQuAD and StrategyQA train questions, each
+- reader: ragkit.train.records.reader (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no);
+- relevance: ragkit.train.records.relevance (SciFact train claims, HotpotQA, SQuAD and StrategyQA train questions, each
   with relevant passages and as many BM25-hard negatives: "yes" / "no");
-- rewriter: ragkit.rewriter_records (the rewrites of training queries that retrieval judged better than the query,
+- rewriter: ragkit.train.records.rewriter (the rewrites of training queries that retrieval judged better than the query,
   and Vietnamese questions with their diacritics restored).
 StrategyQA's fixed dev200 questions never enter any training set. Taught in lessons/09_specialists.ipynb.
 """
@@ -25,7 +25,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import reader_records, relevance_records, rewriter_records, splits
 from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl
 from ragkit.errors import CorpusError
 from ragkit.jobs import (
@@ -37,6 +36,10 @@ from ragkit.jobs import (
 )
 from ragkit.lexical import BM25Index
 from ragkit.text import restates, search_tokenize
+from ragkit.train import splits
+from ragkit.train.records import reader as reader_records
+from ragkit.train.records import relevance as relevance_records
+from ragkit.train.records import rewriter as rewriter_records
 
 HELDOUT_PERCENT = 10
 SCIFACT_LABELS = {"SUPPORT": "supports", "CONTRADICT": "contradicts"}
@@ -68,7 +71,7 @@ _TRAILING_PREPOSITION = re.compile(r"\b(of|by|with|to|after|in|at|on|for|from)$"
 
 
 def make_record(job: str, messages: list[dict], answer: str, *, key: str, source: str, **extra) -> dict:
-    """One training record (ragkit.finetune's format) with its job, source and held-out split."""
+    """One training record (ragkit.train.finetune's format) with its job, source and held-out split."""
     return {"job": job, "messages": messages, "answer": answer, "split": split_of(key), "source": source, **extra}
 
 

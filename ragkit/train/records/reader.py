@@ -8,7 +8,7 @@
 
 A tenth of the records of each source, chosen by a hash of the question, have no passage holding the answer:
 their answer is "none" (NOT_IN_PASSAGES). A fixed tenth of the questions is held out. A record is
-{"messages", "answer" (ragkit.finetune's format), "question", "passages": [[title, text], ...], "answers": [...],
+{"messages", "answer" (ragkit.train.finetune's format), "question", "passages": [[title, text], ...], "answers": [...],
 "kind": span|yes|no|none, "split", "source"}.
 Taught in lessons/09_specialists.ipynb.
 """
@@ -21,11 +21,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import jobs, splits
+from ragkit import jobs
 from ragkit.corpus import evaldata_files, read_json, read_jsonl
 from ragkit.jobs import reader_messages
 from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.text import split_sentences
+from ragkit.train import splits
 
 HELDOUT_PERCENT = 10
 NO_GOLD_PERCENT = 10

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from ragkit import models, relevance_records, splits
+from ragkit import models
 from ragkit.config import evaldata_dir
 from ragkit.corpus import Doc, Search, check_query, evaldata_files, read_evaldata, read_jsonl
 from ragkit.dense import DenseIndex
@@ -34,10 +34,12 @@ from ragkit.fusion import fuse_queries
 from ragkit.jobs import REWRITE_FORMS, checked_form, rewriter_messages
 from ragkit.lexical import BM25Index
 from ragkit.llm import ChatModel
-from ragkit.reader_records import cut, paragraphs_of
 from ragkit.replies import clean_item
 from ragkit.rewrite import MAX_QUERIES, MULTI_QUERY_PROMPT, parse_questions, questions_schema
 from ragkit.text import fold_diacritics, search_tokenize
+from ragkit.train import splits
+from ragkit.train.records import relevance as relevance_records
+from ragkit.train.records.reader import cut, paragraphs_of
 from ragkit.voting import seeded
 
 HELDOUT_PERCENT = 10
@@ -255,7 +257,7 @@ def corpus_searches(docs: Sequence[Doc]) -> dict[str, Search]:
     return {"bm25": BM25Index(docs, tokenizer=search_tokenize).search, "dense": DenseIndex(docs).search}
 
 
-# --- the sampling run (python -m ragkit.rewriter_records) ---------------------------------------------------
+# --- the sampling run (python -m ragkit.train.records.rewriter) ---------------------------------------------------
 
 SOURCES = {name: path for name, path in relevance_records.SOURCES.items() if name != "squad"}  # the same sets
 

@@ -15,7 +15,7 @@ each query once more with another query's relevant passage (an easy negative, "n
 
 Negatives come from BM25 alone, not dense search: BM25 ranks the same on every CPU, so the records, and with
 them a build's key and provenance, are byte-identical everywhere. A fixed tenth of the queries is held out.
-A record is {"messages", "answer" (ragkit.finetune's format), "query", "passage": [title, text], "split",
+A record is {"messages", "answer" (ragkit.train.finetune's format), "query", "passage": [title, text], "split",
 "source"}. Taught in lessons/09_specialists.ipynb.
 """
 
@@ -26,12 +26,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import splits
 from ragkit.corpus import Doc, evaldata_files, read_evaldata
 from ragkit.jobs import PASSAGE_CHARS, relevance_messages
 from ragkit.lexical import BM25Index
-from ragkit.reader_records import cut, is_true, listed_field, paragraphs_of, windows
 from ragkit.text import restates, search_tokenize
+from ragkit.train import splits
+from ragkit.train.records.reader import cut, is_true, listed_field, paragraphs_of, windows
 
 HELDOUT_PERCENT = 10
 SOURCES = {"scifact_queries": "scifact/queries.jsonl", "scifact_corpus": "scifact/corpus.jsonl",

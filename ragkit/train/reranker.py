@@ -9,20 +9,20 @@ import hashlib
 import inspect
 import json
 import random
-import shutil
-import sys
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import splits
-from ragkit.config import cache_dir, package_version
+from ragkit.config import package_version
 from ragkit.corpus import DATA_DIR, Doc, load_docs, passage_text, read_jsonl
 from ragkit.embeddings import minilm_path
 from ragkit.errors import CorpusError
 from ragkit.evaluate import mean
+from ragkit.finetuned import atomic_folder
+from ragkit.models import course_reranker_dir
+from ragkit.train import splits
 
 QUERIES_FILE = DATA_DIR / "rerank_queries.jsonl"
 PAIRS_FILE = DATA_DIR / "rerank_pairs.jsonl"
@@ -100,8 +100,8 @@ def load_pairs(path: str | Path = PAIRS_FILE, *, split: str | None = None) -> li
 
 
 def train_cross_encoder(pairs: Sequence[dict], docs: Sequence[Doc], out_dir: str | Path, *,
-                        config: TrainingConfig = TrainingConfig(), threads: int = 2,
-                        progress: bool = True) -> TrainReport:
+                        config: TrainingConfig = TrainingConfig(), threads: int = 2, progress: bool = True,
+                        key: str | None = None) -> TrainReport:
     """Fine-tune MiniLM as a cross-encoder with a listwise loss (softmax over each query's docs)."""
     import torch
     from sentence_transformers import CrossEncoder
@@ -126,10 +126,11 @@ def train_cross_encoder(pairs: Sequence[dict], docs: Sequence[Doc], out_dir: str
         optimizer.step(), schedule.step(), optimizer.zero_grad()
         losses.append(loss.item())
     model.model.eval()
-    _save_atomically(model, Path(out_dir))
     report = TrainReport(Path(out_dir), time.perf_counter() - started, len(batches), sum(len(g[1]) for g in groups),
                          mean(losses[:10]), mean(losses[-10:]))
-    _write_report(report, config)
+    with atomic_folder(Path(out_dir)) as partial:
+        model.save(str(partial))
+        _write_report(report, config, partial, key)
     return report
 
 
@@ -168,33 +169,25 @@ def _listwise_loss(model, batch: list, texts: dict[str, str], max_length: int):
     return torch.stack(losses).mean()
 
 
-def _save_atomically(model, out_dir: Path) -> None:
-    """Save beside the target and rename, so an interrupted run never leaves half a model."""
-    partial = out_dir.with_name(out_dir.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    model.save(str(partial))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    partial.rename(out_dir)
+def _write_report(report: TrainReport, config: TrainingConfig, folder: Path, key: str | None) -> None:
+    """training.json: what training cost, its config (loading reads max_length from it) and the key it was built
+    under (train_course_reranker reuses the folder while the key holds)."""
+    record = {**asdict(report), "path": str(report.path), "config": asdict(config), "key": key}
+    (folder / "training.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
 
 
-def _write_report(report: TrainReport, config: TrainingConfig) -> None:
-    record = {**asdict(report), "path": str(report.path), "config": asdict(config)}
-    (report.path / "training.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
-
-
-def course_reranker_dir(config: TrainingConfig = TrainingConfig(), pairs_file: str | Path = PAIRS_FILE, *,
-                        docs: Sequence[Doc] | None = None) -> Path:
-    """The cache folder for the course cross-encoder, named by everything that decides the trained model."""
+def course_key(config: TrainingConfig = TrainingConfig(), pairs_file: str | Path = PAIRS_FILE, *,
+               docs: Sequence[Doc] | None = None) -> str:
+    """The key of the course cross-encoder these pairs, docs and config would train."""
     try:
         pairs = Path(pairs_file).read_bytes()
     except OSError as err:
         raise CorpusError(f"cannot read the training pairs {pairs_file}: {err}") from err
-    key = training_key(pairs=pairs, docs=load_docs() if docs is None else docs, config=config)
-    return cache_dir() / f"course-reranker-{key}"
+    return training_key(pairs=pairs, docs=load_docs() if docs is None else docs, config=config)
 
 
 def training_key(*, pairs: bytes, docs: Sequence[Doc], config: TrainingConfig) -> str:
-    """12 hex digits of sha256 over the pairs, the doc texts, the config, this module's code and library versions."""
+    """12 hex digits of sha256 over the pairs, the doc texts, the config, the training code and library versions."""
     digest = hashlib.sha256(pairs)
     texts = [f"{doc.id}\0{passage_text(doc)}" for doc in docs]
     versions = [f"{package} {package_version(package)}" for package in TRAINING_PACKAGES]
@@ -204,22 +197,24 @@ def training_key(*, pairs: bytes, docs: Sequence[Doc], config: TrainingConfig) -
 
 
 def training_code() -> str:
-    """The source text of this module, which holds every function that trains (loss, frozen layers, batches)."""
-    return inspect.getsource(sys.modules[__name__])
+    """The source of the functions that decide the trained weights (a docstring edit elsewhere trains nothing)."""
+    return "\n".join(inspect.getsource(f) for f in (split_of, train_cross_encoder, _trainable, _batches,
+                                                     _listwise_loss))
 
 
 def train_course_reranker(*, config: TrainingConfig = TrainingConfig(), docs: Sequence[Doc] | None = None,
                           threads: int = 2, force: bool = False, progress: bool = True) -> TrainReport:
-    """Train the course cross-encoder on the 'train' pairs, or reuse the cached one."""
+    """Train the course cross-encoder on the 'train' pairs into its cache folder, or reuse the one there if it was
+    trained under the same key (same pairs, docs, config, training code and libraries)."""
     docs = load_docs() if docs is None else docs
-    out_dir = course_reranker_dir(config, docs=docs)
+    out_dir, key = course_reranker_dir(), course_key(config, docs=docs)
     record = out_dir / "training.json"
-    if record.exists() and not force:
-        saved = json.loads(record.read_text(encoding="utf-8"))
+    saved = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
+    if saved.get("key") == key and not force:
         return TrainReport(**{**{k: saved[k] for k in TrainReport.__dataclass_fields__ if k in saved},
                               "path": out_dir, "reused": True})
     pairs = load_pairs(split="train")
-    return train_cross_encoder(pairs, docs, out_dir, config=config, threads=threads, progress=progress)
+    return train_cross_encoder(pairs, docs, out_dir, config=config, threads=threads, progress=progress, key=key)
 
 
 def heldout_accuracy(reranker, pairs: Sequence[dict], docs: Sequence[Doc]) -> float:
