@@ -161,8 +161,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def result_file(chat: str | None, sets: Sequence[str], course_every: int, *, full: bool) -> str:
+    """rerank-bm25[-<chat>] for a full run, with -course for every gold question and no SciFact, else -subset."""
+    base = "rerank-bm25" + (f"-{chat}" if chat else "")
+    if not full and list(sets) == ["course"] and course_every == 1:
+        return f"{base}-course"
+    return harness.result_name(base, subset=not full, skip_llm=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run each set, print the tables and gains, write results/rerank-bm25[-subset].json."""
+    """Run each set, print the tables and gains, write results/rerank-bm25[-<chat>][-course|-subset].json (-course:
+    every gold question and no SciFact)."""
     args = parse_args(argv)
     sets, names = args.sets.split(","), args.scorers.split(",")
     unknown = sorted((set(sets) - set(SETS)) | (set(names) - set(SCORERS)))
@@ -193,8 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "unreadable")
     extra = {"args": vars(args), "first_stage": FIRST_STAGE, "scifact_bm25": SCIFACT_BM25,
              "scorers": {name: scorer.name for name, scorer in scorers.items()}}
-    base = "rerank-bm25" + (f"-{args.chat}" if args.chat else "")
-    harness.write_result(harness.result_name(base, subset=not full, skip_llm=False),
+    harness.write_result(result_file(args.chat, sets, args.course_every, full=full),
                          harness.rung_table(rows, columns), rec, extra, results_dir=args.results_dir,
                          gains=significance)
     return 0

@@ -49,3 +49,13 @@ def test_a_chosen_chat_model_names_its_rows_and_asks_that_model(monkeypatch):
                                        1, chat="qwen-1.5b")
     assert list(scorers) == ["P(yes) of qwen-1.5b", "0-10 score of qwen-1.5b"] and asked == ["qwen-1.5b"] * 2
     assert rerank_bm25.chat_row("P(yes) of the chat model", None) == "P(yes) of the chat model"
+
+
+@pytest.mark.parametrize("chat, sets, every, full, name", [
+    (None, ["course", "scifact"], 1, True, "rerank-bm25"),
+    ("qwen-1.5b", ["course"], 2, False, "rerank-bm25-qwen-1.5b-subset"),
+    ("qwen-1.5b", ["course"], 1, False, "rerank-bm25-qwen-1.5b-course"),
+    (None, ["scifact"], 1, False, "rerank-bm25-subset"),
+])
+def test_a_partial_run_never_overwrites_another_kind_of_run(chat, sets, every, full, name):
+    assert rerank_bm25.result_file(chat, sets, every, full=full) == name
