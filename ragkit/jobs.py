@@ -17,7 +17,7 @@ MAX_STEPS = 4
 EVIDENCE_CHARS = 400  # as RwR's evidence excerpts (rwr(max_chars=400))
 PASSAGE_CHARS = 600  # a reader's passage is cut here, in training and in use
 LABELS = ("supports", "contradicts", "unrelated")
-REWRITE_FORMS = ("keywords", "questions")  # seed 001's keyword query for BM25, seed 003's JSON search questions
+REWRITE_FORMS = ("keywords", "questions")  # lesson 03's keyword query for BM25 and its JSON list of search questions
 SYSTEMS = {
     "decomposer": f"Split the question into at most {MAX_STEPS} sub-questions. Refer to earlier answers as #1, #2.",
     "answerer": "Answer the question with yes or no, using the facts.",

@@ -10,6 +10,7 @@ from benchmarks import span_head as span_reader
 from benchmarks.span_head import OPTIONS, UNANSWERABLE, answer_positions, best_span, encode, span_text
 from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.train.records import reader as reader_records
+from ragkit.train.splits import split_of
 
 
 class WordTokenizer:
@@ -116,7 +117,7 @@ def test_no_gold_records_never_hold_the_answer_and_the_split_follows_the_questio
     for question, record in list(squad.items())[:2000]:
         if record["kind"] == "none":
             assert not reader_records.holds(record["passages"], originals[json.dumps(question)])
-    assert all(r["split"] == reader_records.split_of(r["question"]) for r in records)
+    assert all(r["split"] == split_of(r["question"]) for r in records)
 
 
 def _squad_items():

@@ -27,9 +27,9 @@ from ragkit.train.records.specialists import (
     heldout_sample,
     judge_records,
     source_files,
-    split_of,
     wikidata_question,
 )
+from ragkit.train.splits import split_of
 from tests.fakes import ScriptedChat
 from tests.tiny_llm import tiny_chat_model
 

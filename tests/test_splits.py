@@ -3,7 +3,6 @@
 import pytest
 
 from ragkit.train import reranker as reranker_training
-from ragkit.train.records import specialists as specialist_records
 from ragkit.train.splits import split_of
 
 KEYS = [f"Question number {n} about the handbook?" for n in range(2000)]
@@ -26,7 +25,7 @@ def test_the_two_hashes_split_differently_and_the_wrappers_use_theirs():
     crc = [split_of(key, percent=15, hashing="crc32") for key in KEYS]
     assert sha != crc
     assert [reranker_training.split_of(key) for key in KEYS] == crc
-    assert [specialist_records.split_of(key) for key in KEYS] == [split_of(key, percent=10) for key in KEYS]
+    assert [split_of(key) for key in KEYS] == [split_of(key, percent=10) for key in KEYS]
 
 
 def test_an_unknown_hash_is_refused():

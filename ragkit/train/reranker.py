@@ -57,7 +57,8 @@ class TrainReport:
 
 
 def split_of(query: str) -> str:
-    """'heldout' for a fixed ~15% of queries, else 'train' (crc32: the course cross-encoder was built with it)."""
+    """'heldout' for a fixed ~15% of queries, else 'train': the rule behind data/rerank_pairs.jsonl's split labels
+    (crc32, which wrote them, not the specialists' sha256)."""
     return splits.split_of(query, percent=HELDOUT_PERCENT, hashing="crc32")
 
 
@@ -198,8 +199,7 @@ def training_key(*, pairs: bytes, docs: Sequence[Doc], config: TrainingConfig) -
 
 def training_code() -> str:
     """The source of the functions that decide the trained weights (a docstring edit elsewhere trains nothing)."""
-    return "\n".join(inspect.getsource(f) for f in (split_of, train_cross_encoder, _trainable, _batches,
-                                                     _listwise_loss))
+    return "\n".join(inspect.getsource(f) for f in (train_cross_encoder, _trainable, _batches, _listwise_loss))
 
 
 def train_course_reranker(*, config: TrainingConfig = TrainingConfig(), docs: Sequence[Doc] | None = None,

@@ -7,9 +7,10 @@ import hashlib
 import zlib
 
 HASHES = ("sha256", "crc32")
+HELDOUT_PERCENT = 10  # every specialist's records hold out this share (the course cross-encoder: its own)
 
 
-def split_of(key: str, *, percent: int, hashing: str = "sha256") -> str:
+def split_of(key: str, *, percent: int = HELDOUT_PERCENT, hashing: str = "sha256") -> str:
     """'heldout' for a fixed ~percent% of keys, else 'train'."""
     if hashing not in HASHES:
         raise ValueError(f"hashing must be one of {', '.join(HASHES)}, got {hashing!r}")

@@ -28,7 +28,6 @@ from ragkit.reader import NOT_IN_PASSAGES
 from ragkit.text import split_sentences
 from ragkit.train import splits
 
-HELDOUT_PERCENT = 10
 NO_GOLD_PERCENT = 10
 WINDOW_CHARS = 400  # a SQuAD window: whole sentences up to about this long
 PASSAGE_CHARS = jobs.PASSAGE_CHARS  # any passage is cut here (whole words), so that an example stays short
@@ -39,11 +38,6 @@ OPTIONAL = ("hotpotqa_sample",)
 # each HotpotQA train question three times, with other distractors: the few multi-hop questions count more
 HOTPOTQA_DRAWS = 3
 STRATEGYQA_LIMIT = 600  # yes/no questions enough to learn the two options, not so many they crowd out spans
-
-
-def split_of(question: str) -> str:
-    """'heldout' for a fixed ~10% of questions, else 'train'."""
-    return splits.split_of(question, percent=HELDOUT_PERCENT)
 
 
 def no_gold(question: str) -> bool:
@@ -63,7 +57,7 @@ def record(question: str, passages: list, answers: list[str], kind: str, source:
     expected = {"none": NOT_IN_PASSAGES, "yes": "yes", "no": "no"}.get(kind) or answers[0]
     return {"job": "reader", "messages": reader_messages(question, passages), "answer": " " + expected,
             "question": question, "passages": passages, "answers": answers, "kind": kind,
-            "split": split_of(question), "source": source}
+            "split": splits.split_of(question), "source": source}
 
 
 def holds(passages: Sequence[Sequence[str]], answer: str) -> bool:

@@ -33,7 +33,6 @@ from ragkit.text import restates, search_tokenize
 from ragkit.train import splits
 from ragkit.train.records.reader import cut, is_true, listed_field, paragraphs_of, windows
 
-HELDOUT_PERCENT = 10
 SOURCES = {"scifact_queries": "scifact/queries.jsonl", "scifact_corpus": "scifact/corpus.jsonl",
            "scifact_train": "scifact/qrels/train.tsv", "scifact_test": "scifact/qrels/test.tsv",
            "hotpotqa": "hotpotqa/train100_hipporag.json", "hotpotqa_sample": "reader/hotpotqa_train_sample.jsonl",
@@ -50,7 +49,7 @@ def record(query: str, title: str, text: str, relevant: bool, source: str) -> di
     query = " ".join(query.split())
     return {"messages": relevance_messages(query, title, text), "answer": "yes" if relevant else "no",
             "query": query, "passage": [title, cut(text, PASSAGE_CHARS)],
-            "split": splits.split_of(query, percent=HELDOUT_PERCENT), "source": source}
+            "split": splits.split_of(query), "source": source}
 
 
 def ranked_apart(index: BM25Index, query: str, keep_out: set[str], n: int) -> list[Doc]:

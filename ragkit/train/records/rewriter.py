@@ -3,7 +3,7 @@
 For training questions whose relevant documents are known (SciFact train claims, StrategyQA train questions with
 their facts, HotpotQA train questions with their supporting paragraphs; never dev200, never a benchmark's test
 questions, never the course's handbook), the chat model writes several rewrites in each of the two forms the course
-uses, a keyword query for BM25 (seed 001) and a JSON list of search questions fused with the original (seed 003),
+uses (lesson 03), a keyword query for BM25 and a JSON list of search questions fused with the original,
 and a rule adds the query's content words alone. Each candidate is searched with BM25 and with dense search; it
 is kept only if it ranks the relevant documents higher than the original query did (mean reciprocal rank over the
 two retrievers), and the best kept one per question and form becomes the training answer. Queries typed without
@@ -42,7 +42,6 @@ from ragkit.train.records import relevance as relevance_records
 from ragkit.train.records.reader import cut, paragraphs_of
 from ragkit.voting import seeded
 
-HELDOUT_PERCENT = 10
 DEPTH = 10  # a candidate is scored by the reciprocal rank of the first relevant document in its top 10 (MRR@10)
 KEYWORD_PROMPT = [
     {"role": "system", "content": "Turn the query into a short keyword search query in the same language. "
@@ -75,7 +74,8 @@ def sample_keywords(chat: ChatModel, query: str, *, n: int, temperature: float =
 
 
 def sample_questions(chat: ChatModel, query: str, *, n: int, temperature: float = 0.8) -> list[list[str]]:
-    """n lists of search questions sampled from the chat model in seed 003's JSON prompt; unreadable ones dropped."""
+    """n lists of search questions sampled from the chat model in lesson 03's multi-query JSON prompt; unreadable
+    ones dropped."""
     system = MULTI_QUERY_PROMPT[0]["content"].format(n=MAX_QUERIES)
     prompt = [{"role": "system", "content": system}, *MULTI_QUERY_PROMPT[1:],
               {"role": "user", "content": check_query(query)}]
@@ -194,7 +194,7 @@ def hotpotqa_pool(items: Sequence[dict]) -> list[Doc]:
 
 
 def rewrite_answer(form: str, rewrite: str | Sequence[str]) -> str:
-    """The training answer: the keyword query, or the questions as seed 003's JSON."""
+    """The training answer: the keyword query, or the questions as lesson 03's multi-query JSON."""
     return rewrite if form == "keywords" else json.dumps({"questions": list(rewrite)}, ensure_ascii=False)
 
 
@@ -209,20 +209,15 @@ def rewrite_records(judgements: Sequence[dict]) -> tuple[list[dict], dict]:
         counts[f"{form} {best['why']} ({best['origin']})"] += 1
         records.append({"messages": rewriter_messages(form, judgement["query"]),
                         "answer": rewrite_answer(form, best["rewrite"]), "form": form, "source": judgement["id"],
-                        "gain": best["gain"], "split": split_of(judgement["query"])})
+                        "gain": best["gain"], "split": splits.split_of(judgement["query"])})
     return records, dict(sorted(counts.items()))
 
 
 def restoration_records(texts: Sequence[str], *, source: str) -> list[dict]:
     """A text typed without its diacritics -> the text (keyword form): restoring them is part of the rewrite."""
     return [{"messages": rewriter_messages("keywords", stripped(text)), "answer": text, "form": "keywords",
-             "source": f"{source}:{number}", "gain": None, "split": split_of(text)}
+             "source": f"{source}:{number}", "gain": None, "split": splits.split_of(text)}
             for number, text in enumerate(" ".join(t.split()) for t in texts) if stripped(text) != text.lower()]
-
-
-def split_of(query: str) -> str:
-    """'heldout' for a fixed tenth of the queries, else 'train'."""
-    return splits.split_of(query, percent=HELDOUT_PERCENT)
 
 
 # --- sampling and judging -------------------------------------------------------------------------------------

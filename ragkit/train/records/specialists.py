@@ -41,7 +41,6 @@ from ragkit.train.records import reader as reader_records
 from ragkit.train.records import relevance as relevance_records
 from ragkit.train.records import rewriter as rewriter_records
 
-HELDOUT_PERCENT = 10
 SCIFACT_LABELS = {"SUPPORT": "supports", "CONTRADICT": "contradicts"}
 SOURCES = {"musique": "musique/dev_decompositions.json", "strategyqa": "strategyqa/strategyqa_train.json",
            "dev200": "strategyqa/dev200_qids.json", "facts": "strategyqa/facts_corpus.jsonl",
@@ -72,12 +71,8 @@ _TRAILING_PREPOSITION = re.compile(r"\b(of|by|with|to|after|in|at|on|for|from)$"
 
 def make_record(job: str, messages: list[dict], answer: str, *, key: str, source: str, **extra) -> dict:
     """One training record (ragkit.train.finetune's format) with its job, source and held-out split."""
-    return {"job": job, "messages": messages, "answer": answer, "split": split_of(key), "source": source, **extra}
-
-
-def split_of(key: str) -> str:
-    """'heldout' for a fixed ~10% of keys (questions, claims), else 'train'."""
-    return splits.split_of(key, percent=HELDOUT_PERCENT)
+    return {"job": job, "messages": messages, "answer": answer, "split": splits.split_of(key), "source": source,
+            **extra}
 
 
 # --- decomposer -------------------------------------------------------------------------------------------
