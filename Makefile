@@ -241,7 +241,8 @@ bench-course-reader: $(STAMP) reranker
 # (the chat model's and the relevance specialist's P(yes)) and the chat model's 0-10 score (course only), against
 # BM25 alone and dense, with paired intervals and the cost per document. RERANK_ARGS="--sets course" is the quick
 # half; RERANK_ARGS="--sets course --scorers 'P(yes) of the chat model' --chat qwen-1.5b --course-every 2" asks the
-# 1.5B on every 2nd course question (~20 min here; results/rerank-bm25-qwen-1.5b-subset.json).
+# 1.5B on every 2nd course question (~20 min here; results/rerank-bm25-qwen-1.5b-subset.json), and without
+# --course-every on all 56 (~34 min; results/rerank-bm25-qwen-1.5b-course.json).
 RERANK_ARGS ?=
 bench-rerank: $(STAMP)
 	$(BIN)/python -m benchmarks.rerank_bm25 $(RERANK_ARGS)
