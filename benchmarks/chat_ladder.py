@@ -19,17 +19,15 @@ import time
 from pathlib import Path
 
 from benchmarks.harness import PROJECT, add_output_options, peak_rss_mb, positive_int, write_result
-from ragkit.answering import ChatReader
-from ragkit.corpus import Doc, Hit
-from ragkit.cot_rag import decompose
+from ragkit import Doc, Hit
 from ragkit.evaluate import exact_match, mean, roc_auc, token_f1
-from ragkit.jobs import PARSERS, parse_decomposition
-from ragkit.ladder import qwen_path
-from ragkit.llm import LlamaCppChat, smollm2_path
-from ragkit.reader_specialist import SpecialistReader
-from ragkit.rerank import LLMReranker, RelevanceJudge
-from ragkit.rewrite import multi_query, parse_questions, rewrite_query
-from ragkit.specialists import COMMITTED_DIR, Specialist, specialist_record
+from ragkit.generate import ChatReader, SpecialistReader
+from ragkit.models import LLMReranker, RelevanceJudge, qwen_path
+from ragkit.models.jobs import PARSERS, parse_decomposition
+from ragkit.models.llm import LlamaCppChat, smollm2_path
+from ragkit.models.specialists import COMMITTED_DIR, Specialist, specialist_record
+from ragkit.reason import decompose
+from ragkit.search import multi_query, parse_questions, rewrite_query
 from ragkit.train.heldout import decomposition_scores
 
 RUNGS = ("smollm2", "smollm2 taught", "qwen-0.5b", "qwen-1.5b")

@@ -8,9 +8,8 @@ from __future__ import annotations
 import argparse
 
 from benchmarks.harness import StageRecorder, current_rss_mb, write_result
-from ragkit import load_docs
-from ragkit.config import load_settings
-from ragkit.llm import LlamaCppChat, smollm2_path
+from ragkit import load_docs, load_settings
+from ragkit.models.llm import LlamaCppChat, smollm2_path
 
 TARGET_GROWTH_MB = 150
 

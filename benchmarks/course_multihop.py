@@ -12,19 +12,11 @@ import time
 from collections.abc import Mapping, Sequence
 
 from benchmarks.harness import StageRecorder, add_output_options, significance, write_result
-from ragkit import models
-from ragkit.corpus import DATA_DIR, Hit, load_docs, load_questions
-from ragkit.cot_rag import decompose
-from ragkit.dense import DenseIndex, HybridIndex
-from ragkit.evaluate import Evaluation, evaluate_pipeline, table_rows
-from ragkit.follow_up import follow_up_search
-from ragkit.fusion import interleave, reciprocal_rank_fusion
-from ragkit.lexical import BM25Index
-from ragkit.reader import Reader
-from ragkit.reasoning import Meter
-from ragkit.self_ask import SelfAskResult, self_ask
-from ragkit.significance import gain_rows
-from ragkit.text import search_tokenize
+from ragkit import DATA_DIR, Hit, load_docs, load_questions, models, search_tokenize
+from ragkit.evaluate import Evaluation, evaluate_pipeline, gain_rows, table_rows
+from ragkit.generate import Reader
+from ragkit.reason import Meter, SelfAskResult, decompose, self_ask
+from ragkit.search import BM25Index, DenseIndex, HybridIndex, follow_up_search, interleave, reciprocal_rank_fusion
 
 BUDGET = 5
 RRF_DEPTH = 30  # each ranking fused by RRF is cut here, as the hybrid's own legs
@@ -105,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rec = StageRecorder()
     reader = None
     if args.reader_bridges:  # loaded first: a reader that is not built stops the run before any work
-        from ragkit.reader_specialist import specialist_reader
+        from ragkit.generate import specialist_reader
         with rec.stage("load the reader specialist"):
             reader = specialist_reader()
     kb = load_docs(DATA_DIR / "multihop_kb.jsonl")
@@ -123,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    (time.perf_counter() - started) / len(questions))
     planners = {"few-shot 135M": models.chat_model()}
     if not args.no_specialist:
-        from ragkit.specialists import specialist
+        from ragkit.models import specialist
         planners["decomposer specialist"] = specialist("decomposer")
     bridge_kinds = [(None, "")] + ([(reader, "reader bridges, ")] if reader is not None else [])
     bridges: dict[str, dict[str, list[dict]]] = {}

@@ -1,5 +1,5 @@
 """Lesson 08's whole pipeline scored on its answers, with the reader the next model up: Qwen2.5-Coder-1.5B beside
-the default SmolLM2-135M, both prompted with the course's one worked example (ragkit.answering.ChatReader).
+the default SmolLM2-135M, both prompted with the course's one worked example (ragkit.generate.answering.ChatReader).
 
 The passages are lesson 08's: the default chat model's multi-query questions, each searched densely (top 20), fused
 by RRF and reranked by the course cross-encoder against the question, top 5; beside them the gold passages alone
@@ -17,14 +17,10 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from benchmarks.harness import StageRecorder, add_output_options, set_threads, significance, write_result
-from ragkit import load_docs, load_questions, models
-from ragkit.answering import ChatReader, evaluate_reader
-from ragkit.corpus import Hit, Question
-from ragkit.dense import DenseIndex
-from ragkit.evaluate import Evaluation, table_rows
-from ragkit.fusion import reciprocal_rank_fusion
-from ragkit.rerank import rerank
-from ragkit.rewrite import multi_query
+from ragkit import Hit, Question, load_docs, load_questions, models
+from ragkit.evaluate import Evaluation, evaluate_reader, table_rows
+from ragkit.generate import ChatReader
+from ragkit.search import DenseIndex, multi_query, reciprocal_rank_fusion, rerank
 
 CONTEXT = 5  # passages the reader is shown, as in lesson 08
 DEPTH = 20  # each query's dense hits, fused, then reranked

@@ -18,14 +18,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from benchmarks.harness import StageRecorder, add_output_options, set_threads, significance, write_result
-from ragkit import load_docs, load_questions, models
-from ragkit.corpus import Question, Search
-from ragkit.dense import DenseIndex
+from ragkit import Question, Search, load_docs, load_questions, models, search_tokenize
 from ragkit.evaluate import Evaluation, evaluate_pipeline, table_rows
-from ragkit.fusion import fuse_queries
-from ragkit.lexical import BagOfWordsIndex, BM25Index
-from ragkit.rewrite import multi_query, rewrite_query
-from ragkit.text import search_tokenize
+from ragkit.search import BagOfWordsIndex, BM25Index, DenseIndex, fuse_queries, multi_query, rewrite_query
 
 METRICS = ("mrr@10", "recall@5")
 DEPTH = 20  # each query's hits fused by RRF, as lesson 03
@@ -90,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rec = StageRecorder()
     models_used = {"few-shot": models.chat_model()}
     if not args.no_specialist:  # loaded first: a rewriter that is not built stops the run before any work
-        from ragkit.specialists import specialist
+        from ragkit.models import specialist
         models_used["specialist"] = specialist("rewriter", threads=args.threads)
     docs = load_docs()
     questions = load_questions(corpus=docs)

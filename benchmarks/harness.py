@@ -24,13 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit import config
+from ragkit import CorpusError, EmptyQueryError, config
 from ragkit.corpus import Doc, Hit, Question, Search, passage_text, read_jsonl, read_qrels, stored_file
-from ragkit.errors import CorpusError, EmptyQueryError
-from ragkit.evaluate import Evaluation, format_table
-from ragkit.lexical import BM25Index
-from ragkit.model_cache import EMBEDDINGS_DIR, EmbeddingCache
-from ragkit.significance import gain_rows
+from ragkit.evaluate import Evaluation, format_table, gain_rows
+from ragkit.models.cache import EMBEDDINGS_DIR, EmbeddingCache
+from ragkit.search import BM25Index
 
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = PROJECT / "benchmarks" / "results"
@@ -185,7 +183,7 @@ def encode_corpus(embedder, docs: Sequence[Doc], rec: StageRecorder, label: str)
 
 def course_cross_encoder(rec: StageRecorder, threads: int):
     """The course cross-encoder (trained on the handbook if it is not cached yet: ~2 minutes)."""
-    from ragkit.rerank import CrossEncoderReranker
+    from ragkit.models import CrossEncoderReranker
     from ragkit.train.reranker import TrainingConfig, train_course_reranker
 
     with rec.stage("course CE: train (or reuse the cached one)"):
@@ -358,7 +356,7 @@ def per_question_run(values: Mapping[str, Mapping[str, float]]) -> Evaluation:
 
 
 def significance(runs: Mapping[str, Evaluation], bases: Sequence[str], metrics: Sequence[str]) -> dict:
-    """Each rung's gain over each base, with its paired bootstrap 95% interval (ragkit.significance), and
+    """Each rung's gain over each base, with its paired bootstrap 95% interval (ragkit.evaluate.significance), and
     the per-question values it was computed from, for a result file's "significance" entry."""
     rows = [{"over": base, **row} for base in bases for row in gain_rows(runs, base, metrics, label="rung")]
     return {"bases": list(bases), "metrics": list(metrics), "gains": rows,

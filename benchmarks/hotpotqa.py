@@ -34,16 +34,11 @@ from benchmarks.harness import (
     write_result,
 )
 from benchmarks.hotpotqa_data import DATASET, DEV_FILES, evidence_value, load_hotpotqa, type_of
-from ragkit import models
-from ragkit.answering import short_answer
-from ragkit.corpus import Doc, Hit, Question, Search
-from ragkit.cot_rag import FALLBACK_WARNING, CoTResult, cot_rag
-from ragkit.dense import HybridIndex
+from ragkit import Doc, Hit, Question, Search, excerpts_text, models, search_tokenize, split_sentences, tokenize
 from ragkit.evaluate import answers_of, exact_match, token_f1
-from ragkit.fusion import RRF_K, interleave, reciprocal_rank_fusion
-from ragkit.lexical import BM25Index
-from ragkit.passages import excerpts_text
-from ragkit.text import search_tokenize, split_sentences, tokenize
+from ragkit.generate import short_answer
+from ragkit.reason import FALLBACK_WARNING, CoTResult, cot_rag
+from ragkit.search import RRF_K, BM25Index, HybridIndex, interleave, reciprocal_rank_fusion
 
 BUDGET = 5  # paragraphs of evidence every pipeline is scored on
 DEPTH = 50  # each ranking fed to a fusion (hybrid legs, iterative queries) is cut here
@@ -170,8 +165,8 @@ def self_ask_rungs(search: Search, questions: Sequence[Question], rec: StageReco
     """Rung 6: self-ask with the decomposer specialist, scored two ways from the same runs."""
     from tqdm.auto import tqdm
 
-    from ragkit.self_ask import self_ask
-    from ragkit.specialists import specialist
+    from ragkit.models import specialist
+    from ragkit.reason import self_ask
 
     decomposer, embedder = specialist("decomposer", threads=threads), models.embedder()
     chosen, interleaved, seconds = {}, {}, {}

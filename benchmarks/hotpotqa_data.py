@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ragkit.corpus import Doc, Question, read_json, read_jsonl
-from ragkit.errors import CorpusError
+from ragkit import CorpusError, Doc, Question, read_json, read_jsonl
 from ragkit.evaluate import supporting_evidence_recall
 
 DATASET = "hotpotqa"  # the folder under $RAGKIT_EVALDATA (default data/benchmarks)

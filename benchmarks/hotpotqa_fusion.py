@@ -34,11 +34,8 @@ from benchmarks.hotpotqa_data import (
     load_train100,
     type_of,
 )
-from ragkit import models
-from ragkit.corpus import Doc, Hit, Question
-from ragkit.fusion import RRF_K, reciprocal_rank_fusion
-from ragkit.lexical import BM25Index
-from ragkit.text import search_tokenize
+from ragkit import Doc, Hit, Question, models, search_tokenize
+from ragkit.search import RRF_K, BM25Index, reciprocal_rank_fusion
 
 BUDGET = 5
 DEPTH = 50  # each leg's ranking is cut here

@@ -20,14 +20,10 @@ import numpy as np
 from benchmarks import harness
 from benchmarks import hotpotqa_fusion as fusion
 from benchmarks.hotpotqa_data import DATASET, DEV_FILES, TYPES, evidence_value, load_hotpotqa, type_of
-from ragkit import models
-from ragkit.answering import ChatReader
-from ragkit.corpus import Doc, Hit, Question, Search
-from ragkit.dense import HybridIndex
+from ragkit import Doc, Hit, Question, Search, models, search_tokenize
 from ragkit.evaluate import answers_of, contains_gold, exact_match, token_f1
-from ragkit.lexical import BM25Index
-from ragkit.reader import Reader
-from ragkit.text import search_tokenize
+from ragkit.generate import ChatReader, Reader
+from ragkit.search import BM25Index, HybridIndex
 
 BUDGET = 5  # passages of evidence a reader is given (the gold condition gives the 2 gold paragraphs)
 FUSION_RESULT = harness.RESULTS_DIR / "hotpotqa-fusion.json"
@@ -124,11 +120,11 @@ def hybrid_search(docs: Sequence[Doc], embedder, rec: harness.StageRecorder) -> 
 
 def self_ask_evidence(search: Search, questions: Sequence[Question], decomposer, embedder, reader: Reader,
                       rec: harness.StageRecorder) -> tuple[Evidence, dict[str, dict]]:
-    """ragkit.self_ask at the settings chosen on train100, its bridges the reader's answers; each run's
+    """ragkit.reason.self_ask at the settings chosen on train100, its bridges the reader's answers; each run's
     evidence top BUDGET, and what each run planned and found (for the lesson)."""
     from tqdm.auto import tqdm
 
-    from ragkit.self_ask import self_ask
+    from ragkit.reason import self_ask
 
     hits, seconds, details = {}, {}, {}
     with rec.stage("self-ask: decomposer specialist, reader bridges", items=len(questions)):
@@ -177,7 +173,7 @@ def load_readers(names: Sequence[str], *, self_ask: bool, threads: int, rec: har
     readers: dict[str, Reader] = {}
     specialist = None
     if "specialist" in names or self_ask:
-        from ragkit import reader_specialist
+        from ragkit.generate import reader_specialist
 
         with rec.stage("load the reader specialist"):
             specialist = reader_specialist.specialist_reader(threads=threads)
@@ -381,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "gold": gold_evidence(docs, questions)}
     self_ask_details: dict[str, dict] = {}
     if run_self_ask:
-        from ragkit import specialists
+        from ragkit.models import specialists
 
         with rec.stage("load the decomposer specialist"):
             decomposer = specialists.specialist("decomposer", threads=args.threads)

@@ -19,8 +19,8 @@ import numpy as np
 
 from benchmarks.span_head import SpanReader, train_reader
 from ragkit.evaluate import exact_match, mean, token_f1
-from ragkit.jobs import passage_body, reader_messages
-from ragkit.reader import NOT_IN_PASSAGES
+from ragkit.models.jobs import reader_messages
+from ragkit.passages import NOT_IN_PASSAGES, passage_body
 from ragkit.train import finetune
 from ragkit.train.finetune import FineTuneConfig
 from ragkit.train.records.reader import build_records
@@ -31,7 +31,7 @@ CONFIG = FineTuneConfig(max_length=512, lora_rank=8, lora_alpha=16.0, batch_size
 
 
 def chat_messages(record: dict) -> list[dict]:
-    """The generative reader's prompt: the reader specialist's (ragkit.jobs.reader_messages)."""
+    """The generative reader's prompt: the reader specialist's (ragkit.models.jobs.reader_messages)."""
     return reader_messages(record["question"], record["passages"])
 
 

@@ -13,14 +13,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from benchmarks import harness
-from ragkit import load_docs, load_questions, models
-from ragkit.corpus import Question
-from ragkit.dense import DenseIndex
-from ragkit.errors import ModelNotFound
+from ragkit import ModelNotFound, Question, load_docs, load_questions, models, search_tokenize
 from ragkit.evaluate import ndcg_at_k, reciprocal_rank, relevance_of
-from ragkit.lexical import BM25Index
-from ragkit.rerank import LLMReranker, RelevanceJudge, Reranker, rerank
-from ragkit.text import search_tokenize
+from ragkit.models.rerankers import LLMReranker, RelevanceJudge, Reranker
+from ragkit.search import BM25Index, DenseIndex, rerank
 
 FIRST_STAGE = 20  # BM25 hits every reranker reorders
 SETS = ("course", "scifact")
@@ -68,7 +64,7 @@ def make_scorer(name: str, rec: harness.StageRecorder, threads: int, chat: str |
     if name == "course CE":
         return harness.course_cross_encoder(rec, threads)[0]
     if name == "P(yes) of the relevance specialist":
-        from ragkit.specialists import specialist
+        from ragkit.models import specialist
 
         return RelevanceJudge(specialist("relevance", threads=threads))
     model = models.chat_model(chat)

@@ -34,13 +34,11 @@ from benchmarks.harness import (
     significance,
     write_result,
 )
+from ragkit import search_tokenize
 from ragkit.config import cache_dir
 from ragkit.corpus import Doc, Hit, Question, read_bytes, stored_file
 from ragkit.evaluate import Evaluation, ndcg_at_k, recall_at_k, relevance_of
-from ragkit.fusion import RRF_K, reciprocal_rank_fusion
-from ragkit.lexical import BM25Index
-from ragkit.rerank import rerank
-from ragkit.text import search_tokenize
+from ragkit.search import RRF_K, BM25Index, reciprocal_rank_fusion, rerank
 
 DATASET = "scifact"  # the folder under $RAGKIT_EVALDATA (default data/benchmarks)
 FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")  # the BEIR layout, each file plain or .gz
@@ -279,7 +277,7 @@ def scifact_reranker_dir(folder: Path, settings: dict) -> Path:
 
 def train_scifact_cross_encoder(folder: Path, args, rec: StageRecorder, bm25: BM25Index | None):
     """Fine-tune (or reuse) the cross-encoder on SciFact train qrels; returns the reranker and a report."""
-    from ragkit.rerank import CrossEncoderReranker
+    from ragkit.models import CrossEncoderReranker
     from ragkit.train.reranker import TrainingConfig, TrainReport, train_cross_encoder
 
     if not stored_file(folder / "qrels" / "train.tsv").is_file():

@@ -22,16 +22,10 @@ from benchmarks.harness import (
     write_result,
 )
 from benchmarks.hotpotqa_data import DATASET, TRAIN_FILES, load_train100
-from ragkit import models
-from ragkit.corpus import DATA_DIR, Doc, Hit, Question, load_docs, load_questions
-from ragkit.cot_rag import decompose
-from ragkit.dense import HybridIndex
+from ragkit import DATA_DIR, Doc, Hit, Question, load_docs, load_questions, models, search_tokenize
 from ragkit.evaluate import all_gold_at_k
-from ragkit.fusion import interleave, lead_then_interleave, reciprocal_rank_fusion
-from ragkit.lexical import BM25Index
-from ragkit.reasoning import Meter
-from ragkit.self_ask import search_in_order
-from ragkit.text import search_tokenize
+from ragkit.reason import Meter, decompose, search_in_order
+from ragkit.search import BM25Index, HybridIndex, interleave, lead_then_interleave, reciprocal_rank_fusion
 
 BUDGET = 5
 DEPTH = 30
@@ -85,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = benchmark_parser(__doc__.split("\n", 1)[0], DATASET, "HotpotQA")
     args = parser.parse_args(argv)
     rec, embedder = StageRecorder(), models.embedder()
-    from ragkit.specialists import specialist
+    from ragkit.models import specialist
     decomposer = specialist("decomposer")
     train, train_docs = load_train100(data_folder(args.data, DATASET, TRAIN_FILES))
     train_search = hybrid_over(train_docs, rec, "train100", embedder)

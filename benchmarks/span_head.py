@@ -8,7 +8,7 @@ so "yes", "no" and "not in the passages" are spans like any other. The answer is
 (start logit + end logit) of at most MAX_ANSWER_TOKENS tokens inside one passage, or an option. Training
 maximises the probability of every occurrence of the answer (all its start and end positions).
 
-It lost the pilot to the generative reader (ragkit.reader_specialist): its new head learns slowly from the few
+It lost the pilot to the generative reader (ragkit.generate.reader_specialist): its new head learns slowly from the few
 thousand examples an hour of CPU sees (benchmarks/README.md).
 """
 
@@ -21,11 +21,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ragkit import finetuned
-from ragkit.corpus import Hit
+from ragkit import Hit
 from ragkit.errors import TrainingError
-from ragkit.jobs import passage_body
-from ragkit.reader import NOT_IN_PASSAGES, ReaderAnswer
+from ragkit.generate import ReaderAnswer
+from ragkit.models import finetuned
+from ragkit.passages import NOT_IN_PASSAGES, passage_body
 from ragkit.train import finetune
 from ragkit.train.finetune import FineTuneConfig
 
@@ -245,7 +245,7 @@ def span_text(encoded: Encoded, first: int, last: int) -> tuple[str, int | None]
 
 
 class SpanReader:
-    """A trained span reader behind ragkit.reader.Reader: answer(question, hits) -> ReaderAnswer."""
+    """A trained span reader behind ragkit.generate.reader.Reader: answer(question, hits) -> ReaderAnswer."""
 
     def __init__(self, model, head, tokenizer, *, name: str = "reader specialist", path: Path | None = None,
                  record: dict | None = None, passage_tokens: int = PASSAGE_TOKENS):

@@ -12,11 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.harness import StageRecorder, positive_int, write_result
-from ragkit.config import load_settings
-from ragkit.finetuned import base_model_dir, dequantise_gguf, load_finetuned, load_model
-from ragkit.ladder import QWEN, qwen_path
-from ragkit.llm import TransformersChat
-from ragkit.specialists import COMMITTED_DIR, load_specialist, specialist_record
+from ragkit import load_settings
+from ragkit.models import COMMITTED_DIR, QWEN, TransformersChat, load_specialist, qwen_path, specialist_record
+from ragkit.models.finetuned import base_model_dir, dequantise_gguf, load_finetuned, load_model
 from ragkit.train.finetune import FineTuneConfig, train
 from ragkit.train.heldout import heldout_scores
 from ragkit.train.records.specialists import build_records

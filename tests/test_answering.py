@@ -2,18 +2,10 @@ import math
 
 import pytest
 
-from ragkit.answering import (
-    NO_PASSAGES,
-    ChatReader,
-    content_words,
-    evaluate_reader,
-    groundedness,
-    read,
-    reader_prompt,
-    short_answer,
-)
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.reader import NOT_IN_PASSAGES
+from ragkit.evaluate.reading import content_words, evaluate_reader, groundedness
+from ragkit.generate.answering import NO_PASSAGES, ChatReader, read, reader_prompt, short_answer
+from ragkit.passages import NOT_IN_PASSAGES
 from tests.fakes import ScriptedChat, ScriptedReader
 
 SICK = Hit(Doc("en-sick-02", "A doctor's note is needed after three consecutive days of sick leave.", "Sick notes"),

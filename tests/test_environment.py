@@ -11,7 +11,7 @@ import pytest
 import yaml
 from packaging.specifiers import SpecifierSet
 
-from ragkit.llm import INSTALL_SMOLLM2
+from ragkit.models.llm import INSTALL_SMOLLM2
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -10,31 +10,26 @@ import pytest
 import pytrec_eval
 
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.evaluate import (
-    Evaluation,
+from ragkit.evaluate.metrics import (
     all_gold_at_k,
     answers_of,
     contains_gold,
     dcg,
-    evaluate_answers,
-    evaluate_pipeline,
-    evaluate_retrieval,
     exact_match,
-    format_seconds,
-    format_table,
     grades_of,
     hit_at_k,
     mean,
     ndcg_at_k,
-    normalize_answer,
     precision_at_k,
     recall_at_k,
     reciprocal_rank,
     roc_auc,
     supporting_evidence_recall,
-    table_rows,
     token_f1,
 )
+from ragkit.evaluate.runners import Evaluation, evaluate_answers, evaluate_pipeline, evaluate_retrieval
+from ragkit.evaluate.tables import format_seconds, format_table, table_rows
+from ragkit.text import normalize_answer
 
 RETRIEVED = ["d3", "d1", "d7", "d2"]
 

@@ -9,7 +9,7 @@ import pytest
 import ragkit.exercises.lesson_00 as lesson_00
 from ragkit.config import Settings, load_settings
 from ragkit.exercises import ExerciseFailed, check_exercise
-from ragkit.llm import ChatReply
+from ragkit.models.llm import ChatReply
 
 SCHEMA = {"type": "object", "properties": {"advice": {"type": "string"}, "rota_weeks": {"type": "integer"}},
           "required": ["advice", "rota_weeks"]}

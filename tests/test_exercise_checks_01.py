@@ -6,9 +6,9 @@ from functools import partial
 import pytest
 
 from ragkit.corpus import Doc, Question
-from ragkit.evaluate import evaluate_retrieval
+from ragkit.evaluate.runners import evaluate_retrieval
 from ragkit.exercises import ExerciseFailed, check_exercise
-from ragkit.lexical import BM25Index
+from ragkit.search.lexical import BM25Index
 from ragkit.text import tokenize
 
 DOCS = [

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.evaluate import evaluate_retrieval
+from ragkit.evaluate.runners import evaluate_retrieval
 from ragkit.exercises import ExerciseFailed, check_exercise
-from ragkit.rewrite import Rewrite
+from ragkit.search.rewrite import Rewrite
 
 QUESTIONS = [Question(f"q{i}", f"question {i}", (f"d{i}",), style="paraphrase" if i % 2 else "keyword")
              for i in range(6)]

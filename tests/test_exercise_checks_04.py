@@ -3,7 +3,7 @@
 import pytest
 
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.evaluate import evaluate_pipeline
+from ragkit.evaluate.runners import evaluate_pipeline
 from ragkit.exercises import ExerciseFailed, check_exercise
 
 DOCS = {f"d{i}": Doc(f"d{i}", f"document {i}") for i in range(6)}

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 import pytest
 
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.evaluate import evaluate_pipeline
+from ragkit.evaluate.runners import evaluate_pipeline
 from ragkit.exercises import ExerciseFailed, check_exercise
-from ragkit.lexical import BM25Index
-from ragkit.parent_child import ParentChildIndex, ParentHit, child_docs
+from ragkit.search.lexical import BM25Index
+from ragkit.search.parent_child import ParentChildIndex, ParentHit, child_docs
 from ragkit.text import search_tokenize
 
 DOCS = [Doc("sick", "Report sick in Slack before 9:30. From day four you need a doctor's note. Rest at home.", "Sick"),

@@ -3,9 +3,9 @@
 import pytest
 
 from ragkit.corpus import Doc, Hit, Question
-from ragkit.cot_rag import NOT_FOUND, CoTResult, CoTStep
-from ragkit.evaluate import Evaluation
+from ragkit.evaluate.runners import Evaluation
 from ragkit.exercises import ExerciseFailed, check_exercise
+from ragkit.reason.cot_rag import NOT_FOUND, CoTResult, CoTStep
 
 DOCS = {doc_id: Doc(doc_id, f"text of {doc_id}", lang=doc_id[:2]) for doc_id in ("en1", "en2", "en3", "ru1", "ru2")}
 SAMPLE = [Question("b1", "Who built it?", ("en1", "ru1"), style="bridge", extra={"decomposition": ["a?", "b?"]}),

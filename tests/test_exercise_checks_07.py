@@ -6,7 +6,7 @@ import pytest
 
 from ragkit.corpus import Question
 from ragkit.exercises import ExerciseFailed, check_exercise
-from ragkit.voting import ReasoningPath, VoteResult
+from ragkit.reason.voting import ReasoningPath, VoteResult
 
 YES_NO = [Question("q1", "Was it built first?", ("d1",), answer="yes", style="yes-no"),
           Question("q2", "Did he live to see it?", ("d2",), answer="no", style="yes-no")]

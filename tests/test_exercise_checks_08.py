@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ragkit.corpus import Question
-from ragkit.evaluate import Evaluation
+from ragkit.evaluate.runners import Evaluation
 from ragkit.exercises import ExerciseFailed, check_exercise
 
 QUESTIONS = [Question(f"q{i}", f"question {i}", (f"d{i}",), style=style)

@@ -5,9 +5,9 @@ from collections import Counter
 import pytest
 
 from ragkit.corpus import Question, read_jsonl
-from ragkit.evaluate import Evaluation
+from ragkit.evaluate.runners import Evaluation
 from ragkit.exercises import ExerciseFailed, check_exercise
-from ragkit.specialists import COMMITTED_DIR, specialist_record
+from ragkit.models.specialists import COMMITTED_DIR, specialist_record
 
 HALF = [Question(f"mh{i:02d}", f"question {i}?", (f"d{i}",)) for i in range(4)]
 

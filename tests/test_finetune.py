@@ -6,10 +6,10 @@ import math
 import pytest
 import torch
 
-from ragkit import finetuned
 from ragkit.errors import CorpusError, ModelNotFound, TrainingError
-from ragkit.finetuned import load_finetuned, load_model
-from ragkit.llm import TransformersChat
+from ragkit.models import finetuned
+from ragkit.models.finetuned import load_finetuned, load_model
+from ragkit.models.llm import TransformersChat
 from ragkit.train import finetune
 from ragkit.train.finetune import (
     IGNORE,

@@ -1,7 +1,7 @@
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.follow_up import follow_up_queries, follow_up_search
+from ragkit.search.follow_up import follow_up_queries, follow_up_search
 
 DOCS = {d.id: d for d in [
     Doc("nut", "The Nutcracker is a ballet. Its music is by Tchaikovsky.", title="The Nutcracker"),

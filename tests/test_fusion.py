@@ -2,8 +2,8 @@ import pytest
 
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import EmptyQueryError
-from ragkit.fusion import fuse_queries, interleave, lead_then_interleave, reciprocal_rank_fusion
-from ragkit.lexical import BM25Index
+from ragkit.search.fusion import fuse_queries, interleave, lead_then_interleave, reciprocal_rank_fusion
+from ragkit.search.lexical import BM25Index
 from ragkit.text import search_tokenize
 
 

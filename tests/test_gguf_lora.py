@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ragkit.errors import ConfigError, ModelNotFound
-from ragkit.finetuned import load_model
+from ragkit.models.finetuned import load_model
 from ragkit.train.finetune import FineTuneConfig, trainable
 from ragkit.train.gguf_lora import HF_TO_GGUF, gguf_tensor_name, lora_to_gguf, rotary_permute
 from tests.tiny_llm import tiny_chat_model
@@ -97,8 +97,8 @@ def test_options_llama_cpp_cannot_apply_are_refused(adapter, tmp_path):
 @pytest.mark.model
 def test_llama_cpp_with_the_converted_adapter_agrees_with_transformers_and_peft(tmp_path):
     """Real SmolLM2: the same random LoRA (q/k included, so a wrong permutation would show) read both ways."""
-    from ragkit.finetuned import load_base
-    from ragkit.llm import LlamaCppChat, smollm2_path
+    from ragkit.models.finetuned import load_base
+    from ragkit.models.llm import LlamaCppChat, smollm2_path
     from ragkit.train.gguf_lora import base_heads
 
     model, tokenizer = load_base(threads=1)

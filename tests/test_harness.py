@@ -23,7 +23,7 @@ from benchmarks.harness import (
 from ragkit import config
 from ragkit.corpus import Hit
 from ragkit.errors import CorpusError
-from ragkit.evaluate import evaluate_pipeline
+from ragkit.evaluate.runners import evaluate_pipeline
 
 # --- evaluation data root ----------------------------------------------------------------------------
 

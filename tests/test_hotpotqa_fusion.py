@@ -7,6 +7,7 @@ import pytest
 from benchmarks import hotpotqa_data
 from benchmarks import hotpotqa_fusion as fusion
 from ragkit.corpus import Doc, Hit, Question
+from tests.fakes import stub_setting
 
 DOCS = [
     Doc("p0", "Kiss and Tell is a 1945 comedy film starring Shirley Temple.", title="Kiss and Tell (1945 film)"),
@@ -108,12 +109,11 @@ def test_a_whole_run_chooses_on_train_and_scores_dev_with_gains_over_the_hybrid(
     import json
 
     from benchmarks import harness
-    from ragkit import models
     from tests.fakes import HashingEmbedder
 
     write_hotpot(tmp_path / "hotpotqa")
     monkeypatch.setattr(harness, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setattr(models, "embedder", lambda *a, **k: HashingEmbedder())
+    stub_setting(monkeypatch, "embedder", lambda *a, **k: HashingEmbedder())
     assert fusion.main(["--data", str(tmp_path / "hotpotqa"), "--results-dir", str(tmp_path / "results")]) == 0
     result = json.loads((tmp_path / "results" / "hotpotqa-fusion.json").read_text())
     rungs = [row["rung"] for row in result["rows"]]

@@ -7,11 +7,13 @@ import pytest
 
 from benchmarks import harness
 from benchmarks import hotpotqa_reader as bench
-from ragkit import models, reader_specialist, specialists
 from ragkit.corpus import Question
 from ragkit.errors import ModelNotFound
-from ragkit.reader import NOT_IN_PASSAGES, ReaderAnswer
-from tests.fakes import HashingEmbedder, JobChat, ScriptedChat
+from ragkit.generate import reader_specialist
+from ragkit.generate.reader import ReaderAnswer
+from ragkit.models import specialists
+from ragkit.passages import NOT_IN_PASSAGES
+from tests.fakes import HashingEmbedder, JobChat, ScriptedChat, stub_setting
 
 ANSWER_IN = {"p1": "Chief of Protocol", "p5": "Australia", "p3": "Lake Baikal", "p6": "yes"}
 PLAN = "1. Who played Corliss Archer in Kiss and Tell?\n2. What position did #1 hold?"
@@ -39,10 +41,10 @@ def fakes(monkeypatch, tmp_path):
     monkeypatch.setenv("RAGKIT_THREADS", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setattr(harness, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setattr(models, "embedder", lambda *a, **k: HashingEmbedder())
+    stub_setting(monkeypatch, "embedder", lambda *a, **k: HashingEmbedder())
     given = {"specialist": PassageReader(), "chat": ScriptedChat("Answer: Australia"),
              "decomposer": JobChat("decomposer", PLAN)}
-    monkeypatch.setattr(models, "chat_model", lambda *a, **k: given["chat"])
+    stub_setting(monkeypatch, "chat_model", lambda *a, **k: given["chat"])
     monkeypatch.setattr(reader_specialist, "specialist_reader", lambda **k: given["specialist"])
     monkeypatch.setattr(specialists, "specialist", lambda job, **k: given[job])
     return given
@@ -148,7 +150,7 @@ def test_chat_names_the_few_shot_model_in_rows_and_file_and_reuses_no_other_mode
     assert run(hotpot_dir, earlier, "--few-shot-limit", "2", "--skip-self-ask") == 0
     asked, stronger = [], ScriptedChat("Answer: Lake Baikal")
     stronger.name = "a stronger model"
-    monkeypatch.setattr(models, "chat_model", lambda setting=None: asked.append(setting) or stronger)
+    stub_setting(monkeypatch, "chat_model", lambda setting=None: asked.append(setting) or stronger)
     out = tmp_path / "results"
     assert run(hotpot_dir, out, "--few-shot-limit", "2", "--skip-self-ask", "--chat", "qwen-x",
                "--reuse", str(earlier / "hotpotqa-reader-subset.json")) == 0

@@ -1,4 +1,4 @@
-"""ragkit.ladder: part wheels found without importing them, joined once, checked part by part and whole."""
+"""ragkit.models.ladder: part wheels found without importing them, joined once, checked part by part and whole."""
 
 import base64
 import hashlib
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import ladder, models
 from ragkit.errors import ModelNotFound
-from ragkit.ladder import QWEN, PartModel, part_files, qwen_path
-from ragkit.llm import LlamaCppChat
+from ragkit.models import ladder, resolve
+from ragkit.models.ladder import QWEN, PartModel, part_files, qwen_path
+from ragkit.models.llm import LlamaCppChat
 
 PARTS = [b"GGUF first part ", b"second part ", b"last"]
 
@@ -123,8 +123,8 @@ def test_part_files_never_import_the_packages(installed):
 
 def test_the_ladder_names_resolve_to_their_files(fresh_models, monkeypatch, tmp_path):
     seen = []
-    monkeypatch.setattr(models, "qwen_path", lambda name: seen.append(name) or tmp_path / "x.gguf")
-    monkeypatch.setattr(models, "LlamaCppChat", lambda path, **kw: ("llama.cpp", path))
+    monkeypatch.setattr(resolve, "qwen_path", lambda name: seen.append(name) or tmp_path / "x.gguf")
+    monkeypatch.setattr(resolve, "LlamaCppChat", lambda path, **kw: ("llama.cpp", path))
     assert fresh_models.chat_model("qwen-1.5b") == ("llama.cpp", tmp_path / "x.gguf")
     assert seen == ["qwen-1.5b"]
     assert fresh_models.chat_model("local") is fresh_models.chat_model("smollm2")

@@ -1,4 +1,4 @@
-"""ragkit.lexical: bag-of-words cosine and BM25 over rank-bm25."""
+"""ragkit.search.lexical: bag-of-words cosine and BM25 over rank-bm25."""
 
 import math
 
@@ -8,7 +8,7 @@ from rank_bm25 import BM25Okapi
 from ragkit import load_docs, load_questions
 from ragkit.corpus import Doc
 from ragkit.errors import CorpusError, EmptyQueryError
-from ragkit.lexical import BagOfWordsIndex, BM25Index, bag_of_words_cosine
+from ragkit.search.lexical import BagOfWordsIndex, BM25Index, bag_of_words_cosine
 from ragkit.text import search_tokenize, tokenize
 
 DOCS = [

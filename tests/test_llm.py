@@ -1,4 +1,4 @@
-"""ragkit.llm: the real local model (SmolLM2 in xllamacpp), in-process and over its OpenAI API."""
+"""ragkit.models.llm: the real local model (SmolLM2 in xllamacpp), in-process and over its OpenAI API."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import pytest
 
 from ragkit import load_docs, models
 from ragkit.errors import BackendError, BackendUnreachable
-from ragkit.llm import SMOLLM2_FILE, ChatReply, LlamaCppChat, OpenAIChat, smollm2_path
+from ragkit.models.llm import SMOLLM2_FILE, ChatReply, LlamaCppChat, OpenAIChat, smollm2_path
 from tests.ollama_standin import SilentServer
 
 YES_NO = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},

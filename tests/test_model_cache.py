@@ -1,4 +1,4 @@
-"""ragkit.model_cache: one corruption policy for every store (replies, embeddings, reranker scores)."""
+"""ragkit.models.cache: one corruption policy for every store (replies, embeddings, reranker scores)."""
 
 import re
 import sqlite3
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ragkit.corpus import Doc
-from ragkit.llm import ChatReply
-from ragkit.model_cache import CachedEmbedder, CachedReranker, EmbeddingCache, ReplyCache, Store
+from ragkit.models.cache import CachedEmbedder, CachedReranker, EmbeddingCache, ReplyCache, Store
+from ragkit.models.llm import ChatReply
 from tests.test_embedding_cache import FakeReranker  # scores len(query) + len(text), records the docs it saw
 
 REPLY = ChatReply("Blue.", "m", prompt_tokens=5, completion_tokens=2)

@@ -7,10 +7,10 @@ import re
 import pytest
 
 from benchmarks import harness, hotpotqa, hotpotqa_data, strategyqa
-from ragkit import models, reader_specialist
+from ragkit import generate
 from ragkit.corpus import Doc, Hit, Question
 from ragkit.errors import CorpusError, ModelNotFound
-from tests.fakes import HOTPOT_PARAGRAPHS, HOTPOT_ROWS, HashingEmbedder, ScriptedChat, ScriptedReader
+from tests.fakes import HOTPOT_PARAGRAPHS, HOTPOT_ROWS, HashingEmbedder, ScriptedChat, ScriptedReader, stub_setting
 
 STRATEGY_RECORDS = [
     {"qid": "q1", "question": "Could a koala swim to New Zealand?", "answer": False,
@@ -44,12 +44,12 @@ def quiet_env(monkeypatch, tmp_path):
     monkeypatch.setenv("RAGKIT_THREADS", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setattr(harness, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setattr(models, "embedder", lambda *a, **k: HashingEmbedder())
+    stub_setting(monkeypatch, "embedder", lambda *a, **k: HashingEmbedder())
 
     def no_model(*args, **kwargs):
         raise AssertionError("a test tried to load the real chat model")
 
-    monkeypatch.setattr(models, "chat_model", no_model)
+    stub_setting(monkeypatch, "chat_model", no_model)
     return monkeypatch
 
 
@@ -327,7 +327,7 @@ def test_hotpotqa_hybrid_run_encodes_once_into_the_cache(hotpot_dir, tmp_path, q
 
 def test_hotpotqa_llm_run_with_a_scripted_model(hotpot_dir, tmp_path, quiet_env):
     chat = ScriptedChat("1. Who starred in Kiss and Tell?\n2. Which post did she hold?")
-    quiet_env.setattr(models, "chat_model", lambda *a, **k: chat)
+    stub_setting(quiet_env, "chat_model", lambda *a, **k: chat)
     out = tmp_path / "results"
     hotpotqa.main(["--data", str(hotpot_dir), "--retriever", "bm25", "--llm-questions", "2", "--k", "2",
                    "--results-dir", str(out)])
@@ -352,7 +352,7 @@ def test_strategyqa_retrieval_run_with_bm25(strategy_dir, tmp_path, quiet_env, c
 
 def test_strategyqa_llm_run_with_a_scripted_model(strategy_dir, tmp_path, quiet_env):
     chat = ScriptedChat("Step 1: Lake Baikal is 1,642 metres deep.\nSo the answer is yes.")
-    quiet_env.setattr(models, "chat_model", lambda *a, **k: chat)
+    stub_setting(quiet_env, "chat_model", lambda *a, **k: chat)
     out = tmp_path / "results"
     strategyqa.main(["--data", str(strategy_dir), "--questions", "2", "--paths", "2", "--results-dir", str(out)])
     result = read_result(out, "strategyqa-subset")
@@ -368,7 +368,7 @@ def test_strategyqa_llm_run_with_a_scripted_model(strategy_dir, tmp_path, quiet_
 
 def test_strategyqa_chat_setting_names_the_model_asked_and_the_result_file(strategy_dir, tmp_path, quiet_env):
     asked, chat = [], ScriptedChat("Step 1: Lake Baikal is 1,642 metres deep.\nSo the answer is yes.")
-    quiet_env.setattr(models, "chat_model", lambda setting=None: asked.append(setting) or chat)
+    stub_setting(quiet_env, "chat_model", lambda setting=None: asked.append(setting) or chat)
     out = tmp_path / "results"
     strategyqa.main(["--data", str(strategy_dir), "--questions", "2", "--retriever", "bm25", "--no-votes",
                      "--chat", "qwen-x", "--results-dir", str(out)])
@@ -401,7 +401,7 @@ class FakeSpecialist(ScriptedChat):
 def test_strategyqa_specialist_rows_without_the_votes(strategy_dir, tmp_path, quiet_env):
     chat = ScriptedChat("Step 1: Lake Baikal is 1,642 metres deep.\nSo the answer is yes.")
     fakes = {"answerer": FakeSpecialist("answerer", "no"), "judge": FakeSpecialist("judge", "supports")}
-    quiet_env.setattr(models, "chat_model", lambda *a, **k: chat)
+    stub_setting(quiet_env, "chat_model", lambda *a, **k: chat)
     quiet_env.setattr(strategyqa, "specialist", lambda job: fakes[job])
     out = tmp_path / "results"
     strategyqa.main(["--data", str(strategy_dir), "--questions", "2", "--retriever", "bm25", "--no-votes",
@@ -453,10 +453,10 @@ def test_course_multihop_scores_each_pipeline_per_question_for_its_gains():
 def test_course_multihop_reader_bridges_add_rows_their_gains_and_the_readers_answers_as_bridges(tmp_path, quiet_env):
     from benchmarks import course_multihop
 
-    quiet_env.setattr(models, "chat_model", lambda *a, **k: ScriptedChat("1. Who founded the Hermitage?\n"
+    stub_setting(quiet_env, "chat_model", lambda *a, **k: ScriptedChat("1. Who founded the Hermitage?\n"
                                                                          "2. Where was #1 born?"))
     reader = ScriptedReader(("Catherine II", 0))
-    quiet_env.setattr(reader_specialist, "specialist_reader", lambda **kwargs: reader)
+    quiet_env.setattr(generate, "specialist_reader", lambda **kwargs: reader)
     out = tmp_path / "results"
     assert course_multihop.main(["--no-specialist", "--reader-bridges", "--results-dir", str(out)]) == 0
     result = read_result(out, "course-multihop-no-specialist-reader-bridges")
@@ -490,7 +490,7 @@ def test_course_multihop_reader_bridges_stop_when_the_reader_is_not_built(tmp_pa
     def not_built(**kwargs):
         raise ModelNotFound("no reader specialist: build it with `make specialists SPECIALISTS=reader`")
 
-    quiet_env.setattr(reader_specialist, "specialist_reader", not_built)
+    quiet_env.setattr(generate, "specialist_reader", not_built)
     with pytest.raises(ModelNotFound, match="SPECIALISTS=reader"):
         course_multihop.main(["--no-specialist", "--reader-bridges", "--results-dir", str(tmp_path)])
     assert not list(tmp_path.iterdir())

@@ -180,7 +180,7 @@ def test_the_check_is_an_assert_statement_on_what_the_cell_made(successor):
     (CHAT_CELL, "assert all(isinstance(reply, str) for reply in replies)"),
     ("# NBVAL_CHAT_OUTPUT\nfor reply in chat(q):\n    print(reply)", "assert reply.endswith('.')"),
     ("# NBVAL_IGNORE_OUTPUT\nresults['rewrite'] = score(rewrite)", "for r in results.values():\n    assert r <= 1"),
-    ("# NBVAL_CHAT_OUTPUT\nfrom ragkit.rewrite import rewrite_query as rq\nprint(rq(q))", "assert rq(q).queries"),
+    ("# NBVAL_CHAT_OUTPUT\nfrom ragkit.search import rewrite_query as rq\nprint(rq(q))", "assert rq(q).queries"),
     ("# NBVAL_CHAT_OUTPUT\ndef answer(q):\n    return chat(q)", "assert answer('hi')"),
 ])
 def test_a_check_on_a_name_the_cell_defined_passes(cell, successor):

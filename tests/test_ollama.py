@@ -10,9 +10,10 @@ import urllib.request
 import numpy as np
 import pytest
 
-from ragkit.embeddings import OLLAMA_EMBED_BATCH, OllamaEmbedder
 from ragkit.errors import BackendError, BackendUnreachable, ModelNotFound
-from ragkit.llm import OllamaChat, ollama_client, pick_ollama_model
+from ragkit.models.embeddings import OLLAMA_EMBED_BATCH, OllamaEmbedder
+from ragkit.models.llm import OllamaChat
+from ragkit.models.servers import ollama_client, pick_ollama_model
 from tests.ollama_standin import REPLY_PREFIX, OllamaStandIn, SilentServer, embedding
 
 

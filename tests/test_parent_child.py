@@ -2,8 +2,8 @@ import pytest
 
 from ragkit.corpus import Doc
 from ragkit.errors import CorpusError
-from ragkit.lexical import BM25Index
-from ragkit.parent_child import ParentChildIndex, ParentHit, child_docs
+from ragkit.search.lexical import BM25Index
+from ragkit.search.parent_child import ParentChildIndex, ParentHit, child_docs
 
 PARENTS = [Doc("sick", "Report sick in Slack before 9:30. From day four you need a doctor's note.", "Sick",
                lang="en", topic="sick"),

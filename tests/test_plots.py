@@ -2,8 +2,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from ragkit.evaluate import Evaluation  # noqa: E402
-from ragkit.plots import ladder, loss_curves, metric_bars  # noqa: E402
+from ragkit.evaluate.plots import ladder, loss_curves, metric_bars
+from ragkit.evaluate.runners import Evaluation
 
 
 def test_ladder_draws_one_bar_per_rung_and_metric_and_times_on_a_log_axis():

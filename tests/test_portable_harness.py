@@ -13,7 +13,7 @@ PORTABLE = Path(__file__).with_name("portable")
 # Run in a fresh interpreter: the harness acts at start-up, and must not patch the process running the tests.
 PROBE = """
 import json
-from ragkit.llm import LlamaCppChat
+from ragkit.models.llm import LlamaCppChat
 
 asked = []
 def record(self, messages, **options):

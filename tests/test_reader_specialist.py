@@ -5,10 +5,10 @@ import math
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.jobs import PASSAGE_CHARS, SYSTEMS, parse_reader, reader_messages
-from ragkit.reader import NOT_IN_PASSAGES
-from ragkit.reader_specialist import SpecialistReader
-from ragkit.spans import closest_span, extract
+from ragkit.generate.reader_specialist import SpecialistReader
+from ragkit.generate.spans import closest_span, extract
+from ragkit.models.jobs import PASSAGE_CHARS, SYSTEMS, parse_reader, reader_messages
+from ragkit.passages import NOT_IN_PASSAGES
 from ragkit.train.heldout import heldout_scores, reader_scores
 from ragkit.train.records import reader as reader_records
 from tests.fakes import ScriptedChat

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ragkit.errors import CorpusError
-from ragkit.jobs import SYSTEMS
+from ragkit.models.jobs import SYSTEMS
 from ragkit.train.records.relevance import build_records, source_files
 
 ABSTRACTS = {"d1": ("Aspirin", "Aspirin lowers fever in adults."), "d2": ("Fever", "Fever is a raised body heat."),

@@ -1,12 +1,12 @@
-"""ragkit.model_cache, chat replies: stored replies, and the real local model reusing them."""
+"""ragkit.models.cache, chat replies: stored replies, and the real local model reusing them."""
 
 import sqlite3
 
 import pytest
 
 from ragkit.config import load_settings
-from ragkit.llm import ChatReply, LlamaCppChat, reply_key, smollm2_path
-from ragkit.model_cache import ReplyCache
+from ragkit.models.cache import ReplyCache
+from ragkit.models.llm import ChatReply, LlamaCppChat, reply_key, smollm2_path
 
 REQUEST = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8, "seed": 0}
 

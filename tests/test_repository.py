@@ -82,7 +82,7 @@ def test_the_decomposer_records_from_the_project_data_are_those_the_committed_sp
     records, _ = specialist_records.build_records("decomposer", root=evaldata_dir(environ={}))
     digest = hashlib.sha256(json.dumps(records, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     committed = json.loads((PROJECT_DIR / "models" / "specialists" / "decomposer" / "specialist.json").read_text())
-    assert digest == committed["data"]["records_sha256"]  # as ragkit.specialists records it
+    assert digest == committed["data"]["records_sha256"]  # as ragkit.models.specialists records it
 
 
 def test_every_ragkit_package_is_shipped():

@@ -5,16 +5,16 @@ import pytest
 
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import BackendError, ConfigError, CorpusError, EmptyQueryError, ModelNotFound
-from ragkit.llm import ChatReply
-from ragkit.rerank import (
+from ragkit.models.llm import ChatReply
+from ragkit.models.rerankers import (
     CrossEncoderReranker,
     FlagCrossEncoderReranker,
     LLMReranker,
     RelevanceJudge,
     parse_score,
-    rerank,
     yes_probability,
 )
+from ragkit.search.rerank import rerank
 from ragkit.train.reranker import (
     TrainingConfig,
     heldout_accuracy,

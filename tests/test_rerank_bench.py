@@ -6,7 +6,7 @@ import pytest
 from benchmarks import rerank_bm25
 from benchmarks.harness import StageRecorder
 from ragkit.corpus import Doc, Hit, Question
-from tests.fakes import ScriptedChat
+from tests.fakes import ScriptedChat, stub_setting
 
 DOCS = [Doc(f"d{i}", f"text {i}") for i in range(4)]
 QUESTIONS = [Question("q1", "where is d2", ("d2",)), Question("q2", "where is d3", ("d3",))]
@@ -44,7 +44,7 @@ def test_a_ranking_is_scored_by_ndcg_and_by_mrr_within_k():
 
 def test_a_chosen_chat_model_names_its_rows_and_asks_that_model(monkeypatch):
     asked = []
-    monkeypatch.setattr(rerank_bm25.models, "chat_model", lambda setting=None: asked.append(setting) or ScriptedChat())
+    stub_setting(monkeypatch, "chat_model", lambda setting=None: asked.append(setting) or ScriptedChat())
     scorers = rerank_bm25.load_scorers(["P(yes) of the chat model", "0-10 score of the chat model"], StageRecorder(),
                                        1, chat="qwen-1.5b")
     assert list(scorers) == ["P(yes) of qwen-1.5b", "0-10 score of qwen-1.5b"] and asked == ["qwen-1.5b"] * 2

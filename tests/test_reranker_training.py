@@ -8,7 +8,8 @@ import pytest
 
 from ragkit.corpus import Doc
 from ragkit.errors import CorpusError
-from ragkit.models import course_reranker_dir
+from ragkit.models import resolve
+from ragkit.models.resolve import course_reranker_dir
 from ragkit.train import reranker as reranker_training
 from ragkit.train.reranker import TrainingConfig, TrainReport, course_key, train_course_reranker, training_code
 
@@ -95,6 +96,6 @@ def test_loading_reads_the_length_the_folder_was_trained_with(pairs_file, fresh_
     folder.mkdir(parents=True)
     (folder / "training.json").write_text(json.dumps({"config": {"max_length": 64}, "key": "abc"}))
     built = {}
-    monkeypatch.setattr(fresh_models, "CrossEncoderReranker", lambda path, **options: built.update(options) or path)
+    monkeypatch.setattr(resolve, "CrossEncoderReranker", lambda path, **options: built.update(options) or path)
     monkeypatch.delenv("RAGKIT_MODEL_CACHE", raising=False)  # the reranker itself, not a cache around it
     assert fresh_models.reranker("course") == folder and built["max_length"] == 64

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from ragkit.errors import EmptyQueryError
-from ragkit.jobs import rewriter_messages
-from ragkit.llm import ChatReply
-from ragkit.rewrite import multi_query, parse_questions, questions_schema, rewrite_query
+from ragkit.models.jobs import rewriter_messages
+from ragkit.models.llm import ChatReply
+from ragkit.search.rewrite import multi_query, parse_questions, questions_schema, rewrite_query
 from tests.fakes import JobChat, ScriptedChat
 
 

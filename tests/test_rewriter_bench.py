@@ -5,7 +5,7 @@ import json
 from benchmarks import course_rewriter
 from benchmarks.harness import StageRecorder
 from ragkit.corpus import Doc, Question
-from ragkit.lexical import BagOfWordsIndex
+from ragkit.search.lexical import BagOfWordsIndex
 from tests.fakes import ScriptedChat
 
 DOCS = [Doc("d0", "office wifi password"), Doc("d1", "nghỉ ốm nhắn Slack"), Doc("d2", "parking rules")]

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from ragkit import specialists
 from ragkit.corpus import Doc, Hit
-from ragkit.jobs import SYSTEMS
-from ragkit.lexical import BM25Index
+from ragkit.models import specialists
+from ragkit.models.jobs import SYSTEMS
+from ragkit.search.lexical import BM25Index
 from ragkit.text import search_tokenize
 from ragkit.train.records import specialists as specialist_records
 from ragkit.train.records.rewriter import (

@@ -3,21 +3,20 @@ import json
 import numpy as np
 import pytest
 
-from ragkit.chain_of_thought import cot_grammar, cot_prompt, parse_answer, parse_cot
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import EmptyQueryError
-from ragkit.evaluate import answer_key
-from ragkit.lexical import BM25Index
-from ragkit.llm import ChatReply
-from ragkit.reader import NOT_IN_PASSAGES
-from ragkit.reasoning import keyword_query, safe_search
-from ragkit.replies import step_key
-from ragkit.rerank import BiEncoderReranker, LLMScorer
-from ragkit.rwr import RwRResult, is_yes_no, rwr
-from ragkit.step_judge import parse_verdict, verdict_schema
-from ragkit.text import search_tokenize
-from ragkit.voting import ReasoningPath, evidence_scorer, rwr_vote, self_consistency, tally, weighted_vote
-from tests.fakes import HashingEmbedder, JobChat, ScriptedChat, ScriptedReader
+from ragkit.models.llm import ChatReply
+from ragkit.models.replies import step_key
+from ragkit.models.rerankers import BiEncoderReranker, LLMScorer
+from ragkit.passages import NOT_IN_PASSAGES
+from ragkit.reason.chain_of_thought import cot_grammar, cot_prompt, parse_answer, parse_cot
+from ragkit.reason.rwr import RwRResult, is_yes_no, rwr
+from ragkit.reason.step_judge import parse_verdict, verdict_schema
+from ragkit.reason.steps import keyword_query, safe_search
+from ragkit.reason.voting import ReasoningPath, evidence_scorer, rwr_vote, self_consistency, tally, weighted_vote
+from ragkit.search.lexical import BM25Index
+from ragkit.text import answer_key, search_tokenize
+from tests.fakes import HashingEmbedder, JobChat, ScriptedChat, ScriptedReader, stub_setting
 
 DOCS = [Doc("spire", "The cathedral spire is 123 metres tall.", title="Cathedral"),
         Doc("fort", "The fortress was founded in 1703 on a small island.", title="Fortress"),
@@ -539,12 +538,12 @@ def test_an_answerer_specialist_reads_the_checked_steps_and_the_evidence():
 
 
 def test_the_roles_default_to_their_settings(monkeypatch):
-    import ragkit.models
-    import ragkit.roles
+    import ragkit.models.resolve
+    import ragkit.models.roles
 
     roles = {"judge": JobChat("judge", "supports"), "answerer": JobChat("answerer", "no")}
-    monkeypatch.setattr(ragkit.models, "chat_model", lambda spec=None: ScriptedChat(COT))
-    monkeypatch.setattr(ragkit.roles, "role_model", lambda role: roles[role])
+    stub_setting(monkeypatch, "chat_model", lambda spec=None: ScriptedChat(COT))
+    monkeypatch.setattr(ragkit.models.roles, "role_model", lambda role: roles[role])
     result = rwr("When was the fortress founded?", fixed_search("fort"))
     assert [s.verdict for s in result.steps] == ["confirmed", "confirmed"] and result.answer == "no"
 

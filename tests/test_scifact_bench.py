@@ -10,6 +10,7 @@ import pytest
 from benchmarks import harness, scifact
 from benchmarks.harness import BeirData, rank_by_scores
 from ragkit.corpus import Doc, Hit, Question
+from tests.fakes import stub_setting
 
 
 def fake_data(n_docs=40, n_queries=10) -> BeirData:
@@ -229,12 +230,11 @@ def write_beir(folder: Path, topics: list[str]) -> None:
 
 
 def test_a_run_with_e5_tunes_the_fusion_on_train_and_gives_gains_over_the_two_leg_hybrid(tmp_path, monkeypatch):
-    from ragkit import models
     from tests.fakes import HashingEmbedder
 
     write_beir(tmp_path / "scifact", ["insulin", "malaria", "vaccines", "statins", "asthma", "gut flora"])
     monkeypatch.setattr(harness, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setattr(models, "embedder", lambda *a, **k: HashingEmbedder())
+    stub_setting(monkeypatch, "embedder", lambda *a, **k: HashingEmbedder())
     monkeypatch.setattr(scifact, "course_cross_encoder", lambda rec, threads: (ReverseAlphabet(), FakeReport()))
     out = tmp_path / "results"
     assert scifact.main(["--data", str(tmp_path / "scifact"), "--e5", "--threads", "1", "--rerank-depth", "3",

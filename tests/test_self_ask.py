@@ -2,8 +2,8 @@ import pytest
 
 from ragkit.corpus import Doc, Hit
 from ragkit.errors import EmptyQueryError
-from ragkit.reader import NOT_IN_PASSAGES
-from ragkit.self_ask import closest_sentence, find_bridge, resolve_references, self_ask
+from ragkit.passages import NOT_IN_PASSAGES
+from ragkit.reason.self_ask import closest_sentence, find_bridge, resolve_references, self_ask
 from tests.fakes import HashingEmbedder, ScriptedChat, ScriptedReader
 
 DOCS = {d.id: d for d in [
@@ -135,7 +135,7 @@ def test_bad_arguments_are_refused():
 
 
 def test_cot_rag_plans_with_the_decomposer_and_answers_with_the_chat_model():
-    from ragkit.cot_rag import cot_rag
+    from ragkit.reason.cot_rag import cot_rag
 
     planner, chat = ScriptedChat(PLAN), ScriptedChat("Tchaikovsky composed it.")
     search = routed_search([("", ["nut"])])

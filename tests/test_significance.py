@@ -1,8 +1,13 @@
 import numpy as np
 import pytest
 
-from ragkit.evaluate import Evaluation
-from ragkit.significance import PairedDifference, bootstrap_interval, paired_bootstrap, per_question_differences
+from ragkit.evaluate.runners import Evaluation
+from ragkit.evaluate.significance import (
+    PairedDifference,
+    bootstrap_interval,
+    paired_bootstrap,
+    per_question_differences,
+)
 
 
 def run(values, metric="mrr@10", ids=None):
@@ -56,7 +61,7 @@ def test_bad_settings_are_refused():
 
 
 def test_gain_rows_give_each_run_its_gain_over_the_base():
-    from ragkit.significance import gain_rows
+    from ragkit.evaluate.significance import gain_rows
 
     results = {"base": run([0.0] * 20), "better": run([1.0] * 20), "same": run([0.0] * 20)}
     rows = gain_rows(results, "base", ["mrr@10"], label="rung")
@@ -68,7 +73,7 @@ def test_gain_rows_give_each_run_its_gain_over_the_base():
 
 
 def test_pair_gain_rows_compare_each_pair_on_its_own_base():
-    from ragkit.significance import pair_gain_rows
+    from ragkit.evaluate.significance import pair_gain_rows
 
     low, high = run([0.0] * 20), run([1.0] * 20)
     rows = pair_gain_rows({"up": (high, low), "down": (low, high)}, ["mrr@10"], label="pair")

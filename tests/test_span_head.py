@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import span_head as span_reader
 from benchmarks.span_head import OPTIONS, UNANSWERABLE, answer_positions, best_span, encode, span_text
-from ragkit.reader import NOT_IN_PASSAGES
+from ragkit.passages import NOT_IN_PASSAGES
 from ragkit.train.records import reader as reader_records
 from ragkit.train.splits import split_of
 

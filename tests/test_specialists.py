@@ -1,5 +1,6 @@
-"""ragkit.train.records.specialists and ragkit.specialists: training records from small fake evaluation files, reading
-replies, scores, prompts put into a job's format, where specialists are found, and a build on a tiny model."""
+"""ragkit.train.records.specialists and ragkit.models.specialists: training records from small fake evaluation
+files, reading replies, scores, prompts put into a job's format, where specialists are found, and a build on a tiny
+model."""
 
 import gzip
 import json
@@ -8,14 +9,14 @@ import math
 import pytest
 import torch
 
-from ragkit import finetuned, specialists
 from ragkit.corpus import Doc
 from ragkit.errors import ConfigError, CorpusError, ModelNotFound
-from ragkit.jobs import MAX_STEPS, SYSTEMS, numbered, parse_decomposition, parse_label, parse_yes_no
-from ragkit.lexical import BM25Index
-from ragkit.llm import ChatReply
-from ragkit.specialists import Specialist, reframe, specialist_dir
-from ragkit.text import search_tokenize
+from ragkit.models import finetuned, specialists
+from ragkit.models.jobs import MAX_STEPS, SYSTEMS, parse_decomposition, parse_label, parse_yes_no
+from ragkit.models.llm import ChatReply
+from ragkit.models.specialists import Specialist, reframe, specialist_dir
+from ragkit.search.lexical import BM25Index
+from ragkit.text import numbered, search_tokenize
 from ragkit.train import specialists as building
 from ragkit.train.finetune import FineTuneConfig
 from ragkit.train.heldout import decomposition_scores, heldout_scores, label_scores, rewriter_scores
@@ -282,8 +283,8 @@ def test_the_rewriter_is_scored_on_held_out_records_as_lesson_03_asks_it():
 
 
 def test_cot_rag_takes_a_specialist_like_any_backend(tmp_path):
-    from ragkit.cot_rag import decompose
-    from ragkit.reasoning import Meter
+    from ragkit.reason.cot_rag import decompose
+    from ragkit.reason.steps import Meter
 
     chat = Specialist("decomposer", ScriptedChat("1. Who composed The Nutcracker?\n2. Where was #1 born?"),
                       path=tmp_path / "decomposer", record={})

@@ -1,4 +1,4 @@
-"""ragkit.store: Qdrant in memory and in a folder, with small hand-made vectors (no model)."""
+"""ragkit.search.store: Qdrant in memory and in a folder, with small hand-made vectors (no model)."""
 
 import subprocess
 import sys
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, Hit
-from ragkit.dense import DenseIndex
 from ragkit.errors import BackendError, BackendUnreachable, ConfigError, CorpusError
-from ragkit.store import VectorStore, point_id
+from ragkit.search.dense import DenseIndex
+from ragkit.search.store import VectorStore, point_id
 from tests.fakes import HashingEmbedder
 
 HOLD_FOLDER = ("import sys, time; from qdrant_client import QdrantClient; c = QdrantClient(path=sys.argv[1]); "

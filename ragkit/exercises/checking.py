@@ -7,8 +7,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragkit.evaluate import Evaluation
-
 
 class ExerciseFailed(AssertionError):
     """An exercise's result that does not do what the exercise asks; the message says what to look at."""
@@ -46,8 +44,9 @@ def require(condition: object, message: str) -> None:
 def evaluated_lists(run: Any, questions, name: str, *, metric: str, label: str, how: str) -> list[list[str]]:
     """Each gold question's retrieved ids from an Evaluation over the gold questions that holds `metric` and an
     MRR, refusing anything else; `label` and `how` name the metric and the evaluate call in the message."""
-    require(isinstance(run, Evaluation), f"`{name}` should be what evaluate_pipeline returns (an Evaluation, which "
-                                         f"keeps each question's list), not a {type(run).__name__}")
+    require(hasattr(run, "per_question") and hasattr(run, "means"),
+            f"`{name}` should be what evaluate_pipeline returns (an Evaluation, which keeps each question's list), "
+            f"not a {type(run).__name__}")
     ids = [row.get("id") for row in run.per_question]
     require(ids == [q.id for q in questions], f"`{name}` should be evaluated on the {len(questions)} gold questions "
                                               f"(`questions`, in order); it has {len(ids)}")

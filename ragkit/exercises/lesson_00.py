@@ -11,7 +11,7 @@ import numpy as np
 from ragkit.config import CONFIG_FILE, Settings, load_settings
 from ragkit.errors import RagkitError
 from ragkit.exercises.checking import ExerciseFailed, exercise, require
-from ragkit.llm import ChatReply
+from ragkit.models.llm import ChatReply
 
 MAX_TOKENS = 80  # the limit exercise 0.1 asks for
 LESSON_SCHEMA_KEYS = {"topic", "days"}  # the keys of section 2's schema; the exercise asks for a schema of your own

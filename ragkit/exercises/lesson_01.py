@@ -9,9 +9,9 @@ from functools import partial
 from itertools import product
 
 from ragkit.corpus import Doc, Question
-from ragkit.evaluate import evaluate_retrieval
+from ragkit.evaluate.runners import evaluate_retrieval
 from ragkit.exercises.checking import exercise, require
-from ragkit.lexical import BM25Index
+from ragkit.search.lexical import BM25Index
 from ragkit.text import tokenize
 
 GRID = set(product((0.9, 1.2, 1.5, 2.0), (0.3, 0.75, 1.0)))  # the (k1, b) pairs exercise 1.1 asks for

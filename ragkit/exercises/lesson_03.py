@@ -10,7 +10,8 @@ from numbers import Integral
 import numpy as np
 
 from ragkit.corpus import Question
-from ragkit.evaluate import Evaluation, relevance_of, score_ranking
+from ragkit.evaluate.metrics import relevance_of, score_ranking
+from ragkit.evaluate.runners import Evaluation
 from ragkit.exercises.checking import exercise, require
 
 SAME = 1e-9  # two means of the same per-question scores agree to rounding

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from functools import partial
 
 from ragkit.exercises.checking import evaluated_lists, exercise, require
-from ragkit.lexical import BM25Index
-from ragkit.parent_child import child_docs
+from ragkit.search.lexical import BM25Index
+from ragkit.search.parent_child import child_docs
 from ragkit.text import search_tokenize
 
 retrieved_lists = partial(evaluated_lists, metric="hit@1", label="hit@1", how="metrics=('hit', 'mrr') and ks=(1, 5)")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ragkit.evaluate import answer_key
 from ragkit.exercises.checking import exercise, require
-from ragkit.step_judge import VERDICTS
-from ragkit.voting import weighted_vote
+from ragkit.reason.step_judge import VERDICTS
+from ragkit.reason.voting import weighted_vote
+from ragkit.text import answer_key
 
 CLOSE = 1e-9  # two supports this close are the same score
 

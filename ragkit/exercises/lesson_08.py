@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ragkit.evaluate import Evaluation
+from ragkit.evaluate.runners import Evaluation
+from ragkit.evaluate.significance import paired_bootstrap
 from ragkit.exercises.checking import exercise, require
-from ragkit.significance import paired_bootstrap
 
 HYBRID, DENSE_RERANKED = "02 hybrid (BM25 + dense, RRF)", "04 dense → cross-encoder"
 PARENT_CHILD, DENSE = "05 parent-child (dense children)", "02 dense (e5)"

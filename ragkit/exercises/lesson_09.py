@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 
 from ragkit.corpus import read_jsonl
-from ragkit.evaluate import Evaluation
+from ragkit.evaluate.runners import Evaluation
 from ragkit.exercises.checking import exercise, require
-from ragkit.jobs import LABELS, MAX_STEPS
-from ragkit.specialists import COMMITTED_DIR, specialist_record
-from ragkit.step_judge import VERDICTS
+from ragkit.models.jobs import LABELS, MAX_STEPS
+from ragkit.models.specialists import COMMITTED_DIR, specialist_record
+from ragkit.reason.step_judge import VERDICTS
 
 SELF_ASK = "self-ask, specialist"
 ALL_GOLD = "all_gold@5"

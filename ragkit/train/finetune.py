@@ -1,5 +1,5 @@
 """Fine-tuning the course's chat model on CPU for one narrow job: LoRA or full fine-tuning with the loss on the
-answer alone, saved atomically into a folder that ragkit.finetuned loads back.
+answer alone, saved atomically into a folder that ragkit.models.finetuned loads back.
 
 A training record is one chat: {"messages": [{"role": ..., "content": ...}, ...], "answer": "..."}; the
 messages are the prompt, the answer is what the model should reply (other keys are kept, not read).
@@ -20,9 +20,10 @@ from typing import Callable, Iterator, Sequence
 from ragkit.config import package_version
 from ragkit.corpus import read_jsonl
 from ragkit.errors import ConfigError, CorpusError, TrainingError
-from ragkit.evaluate import mean
-from ragkit.finetuned import RECORD_FILE, atomic_folder, gguf_identity, load_base, load_model
-from ragkit.llm import smollm2_path
+from ragkit.evaluate.metrics import mean
+from ragkit.models.cache import atomic_folder
+from ragkit.models.finetuned import RECORD_FILE, gguf_identity, load_base, load_model
+from ragkit.models.llm import smollm2_path
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from ragkit.evaluate import exact_match, mean, roc_auc, token_f1
-from ragkit.jobs import LABELS, MAX_STEPS, PARSERS, parse_decomposition
-from ragkit.llm import ChatModel, ChatReply
-from ragkit.replies import clean_item, marked_lines
-from ragkit.rerank import RelevanceJudge, yes_scores
-from ragkit.rewrite import parse_questions, questions_schema
-from ragkit.specialists import job_of, reader_reply
-from ragkit.train.records.rewriter import RESTORED
+from ragkit.evaluate.metrics import exact_match, mean, roc_auc, token_f1
+from ragkit.generate.reader_specialist import reader_reply
+from ragkit.models.jobs import LABELS, MAX_STEPS, PARSERS, RESTORED, parse_decomposition
+from ragkit.models.llm import ChatModel, ChatReply
+from ragkit.models.replies import clean_item, marked_lines
+from ragkit.models.rerankers import RelevanceJudge, yes_scores
+from ragkit.models.specialists import job_of
+from ragkit.search.rewrite import parse_questions, questions_schema
 
 
 def decomposition_scores(predicted: Sequence[Sequence[str]], gold: Sequence[Sequence[str]], *,
@@ -75,8 +75,8 @@ def reader_scores(predicted: Sequence[str], records: Sequence[dict]) -> dict[str
 
 def asked_with(job: str, record: dict) -> dict:
     """The options a pipeline asks the job's record with: the relevance judge for its P(yes) (a reranker ranks
-    by it); the rewriter as ragkit.rewrite asks it (a question list in multi_query's schema, a keyword query on one
-    line)."""
+    by it); the rewriter as ragkit.search.rewrite asks it (a question list in multi_query's schema, a keyword query
+    on one line)."""
     if job == "relevance":
         return {"logprobs": RelevanceJudge.TOP}
     if job == "rewriter":
@@ -144,5 +144,5 @@ def heldout_scores(chat: ChatModel, records: Sequence[dict], *, job: str) -> dic
 
 
 def yes_auc(replies: Sequence[ChatReply], relevant: Sequence[bool]) -> float:
-    """ROC AUC of the replies' P(yes) as the relevance judge scores them (ragkit.rerank.yes_scores)."""
+    """ROC AUC of the replies' P(yes) as the relevance judge scores them (ragkit.models.rerankers.yes_scores)."""
     return roc_auc(yes_scores(replies)[0], relevant)

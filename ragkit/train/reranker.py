@@ -17,11 +17,11 @@ from typing import Sequence
 
 from ragkit.config import package_version
 from ragkit.corpus import DATA_DIR, Doc, load_docs, passage_text, read_jsonl
-from ragkit.embeddings import minilm_path
 from ragkit.errors import CorpusError
-from ragkit.evaluate import mean
-from ragkit.finetuned import atomic_folder
-from ragkit.models import course_reranker_dir
+from ragkit.evaluate.metrics import mean
+from ragkit.models.cache import atomic_folder
+from ragkit.models.embeddings import minilm_path
+from ragkit.models.resolve import course_reranker_dir
 from ragkit.train import splits
 
 QUERIES_FILE = DATA_DIR / "rerank_queries.jsonl"

@@ -1,5 +1,5 @@
 """Building a specialist: a job's records, fine-tuning, held-out scores, and the saved folder that
-ragkit.specialists loads (`make specialists`, or `python -m ragkit.train.specialists JOB...`).
+ragkit.models.specialists loads (`make specialists`, or `python -m ragkit.train.specialists JOB...`).
 
 Taught in lessons/09_specialists.ipynb.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Sequence
 
 from ragkit.config import PROJECT_DIR, package_version
-from ragkit.finetuned import load_model
-from ragkit.jobs import SYSTEMS
-from ragkit.llm import ChatModel, LlamaCppChat, TransformersChat, smollm2_path
-from ragkit.specialists import ADAPTER_GGUF, JOBS, RECORD_FILE, built_dir, job_of
+from ragkit.models.finetuned import load_model
+from ragkit.models.jobs import SYSTEMS
+from ragkit.models.llm import ChatModel, LlamaCppChat, TransformersChat, smollm2_path
+from ragkit.models.specialists import ADAPTER_GGUF, JOBS, RECORD_FILE, built_dir, job_of
 from ragkit.train import finetune
 from ragkit.train.finetune import FineTuneConfig
 from ragkit.train.gguf_lora import lora_to_gguf

@@ -57,7 +57,7 @@ class NoisyEmbedder:
     def _perturb(rows, texts, role):
         import numpy as np
 
-        from ragkit.embeddings import unit_rows
+        from ragkit.models.embeddings import unit_rows
 
         rows = np.array(rows, dtype=np.float32)
         for row, text in zip(rows, texts):
@@ -89,17 +89,17 @@ class NoisyReranker:
 
 
 def _install_embedding_noise():
-    from ragkit import models
+    from ragkit.models import resolve
 
-    load_embedder = models._load_embedder
-    models._load_embedder = lambda *args, **kwargs: NoisyEmbedder(load_embedder(*args, **kwargs))
+    load_embedder = resolve._load_embedder
+    resolve._load_embedder = lambda *args, **kwargs: NoisyEmbedder(load_embedder(*args, **kwargs))
 
 
 def _install_score_noise():
-    from ragkit import models
+    from ragkit.models import resolve
 
-    load_reranker = models._load_reranker
-    models._load_reranker = lambda *args, **kwargs: NoisyReranker(load_reranker(*args, **kwargs))
+    load_reranker = resolve._load_reranker
+    resolve._load_reranker = lambda *args, **kwargs: NoisyReranker(load_reranker(*args, **kwargs))
 
 
 def reseeds(messages, options) -> bool:
@@ -109,7 +109,7 @@ def reseeds(messages, options) -> bool:
 
 
 def _install_chat_seed(offset: int):
-    from ragkit.llm import LlamaCppChat
+    from ragkit.models.llm import LlamaCppChat
 
     chat = LlamaCppChat.chat
     # tests/chat_fingerprint.py folds this into its canary digest: a reseeded run never counts as the recorded one

@@ -15,22 +15,18 @@ Taught in lessons/09_specialists.ipynb.
 
 from __future__ import annotations
 
-import ast
 import random
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Sequence
 
-from ragkit import jobs
 from ragkit.corpus import evaldata_files, read_json, read_jsonl
-from ragkit.jobs import reader_messages
-from ragkit.reader import NOT_IN_PASSAGES
-from ragkit.text import split_sentences
+from ragkit.models.jobs import reader_messages
+from ragkit.passages import NOT_IN_PASSAGES
 from ragkit.train import splits
+from ragkit.train.records.sources import cut, is_true, listed_field, paragraphs_of, windows
 
 NO_GOLD_PERCENT = 10
-WINDOW_CHARS = 400  # a SQuAD window: whole sentences up to about this long
-PASSAGE_CHARS = jobs.PASSAGE_CHARS  # any passage is cut here (whole words), so that an example stays short
 SOURCES = {"squad": "reader/squad_train_sample.jsonl", "hotpotqa": "hotpotqa/train100_hipporag.json",
            "hotpotqa_sample": "reader/hotpotqa_train_sample.jsonl", "strategyqa": "strategyqa/strategyqa_train.json",
            "dev200": "strategyqa/dev200_qids.json"}
@@ -45,14 +41,8 @@ def no_gold(question: str) -> bool:
     return splits.split_of("no gold: " + question, percent=NO_GOLD_PERCENT) == "heldout"
 
 
-def cut(text: str, limit: int = PASSAGE_CHARS) -> str:
-    """The text on one line, cut at the last whole word before limit characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0]
-
-
 def record(question: str, passages: list, answers: list[str], kind: str, source: str) -> dict:
-    """One reader record in the reader's prompt (ragkit.jobs), with its held-out split. The answer starts with a
+    """One reader record in the reader's prompt (ragkit.models.jobs), with its held-out split. The answer starts with a
     space, so that its tokens are the passage's own (' Paris' inside a sentence)."""
     expected = {"none": NOT_IN_PASSAGES, "yes": "yes", "no": "no"}.get(kind) or answers[0]
     return {"job": "reader", "messages": reader_messages(question, passages), "answer": " " + expected,
@@ -66,22 +56,6 @@ def holds(passages: Sequence[Sequence[str]], answer: str) -> bool:
 
 
 # --- SQuAD ------------------------------------------------------------------------------------------------
-
-
-def windows(text: str, limit: int = WINDOW_CHARS) -> list[tuple[int, str]]:
-    """Consecutive whole sentences grouped up to about limit characters: (start offset, window text)."""
-    found, start, current = [], 0, ""
-    cursor = 0
-    for sentence in split_sentences(text):
-        at = text.find(sentence, cursor)
-        cursor = at + len(sentence) if at >= 0 else cursor
-        if current and len(current) + len(sentence) > limit:
-            found.append((start, current))
-            current = ""
-        if not current:
-            start = max(at, 0)
-        current = f"{current} {sentence}".strip()
-    return found + ([(start, current)] if current else [])
 
 
 def squad_records(items: Sequence[dict], *, seed: int = 0) -> list[dict]:
@@ -133,17 +107,6 @@ def hotpotqa_records(items: Sequence[dict], *, seed: int = 0) -> list[dict]:
     return records
 
 
-def paragraphs_of(item: dict) -> tuple[dict[str, str], list[str]]:
-    """A HotpotQA question's paragraphs by title, and its supporting titles: from the distractor setting's
-    context and supporting_facts, or from a copy that lists supporting and distractor paragraphs apart."""
-    if "context" in item:
-        paragraphs = {title: cut("".join(sentences)) for title, sentences in listed_field(item["context"])}
-        return paragraphs, list(dict.fromkeys(title for title, _ in listed_field(item["supporting_facts"])))
-    listed = [*listed_field(item["supporting"]), *listed_field(item["distractors"])]
-    return ({p["title"]: cut(p["text"]) for p in listed},
-            list(dict.fromkeys(p["title"] for p in listed_field(item["supporting"]))))
-
-
 def hotpotqa_record(question: str, gold: list, distractors: list, answer: str, *, rng: random.Random) -> dict | None:
     """One HotpotQA record: yes/no, a span found in the passages, or none; None if the answer is nowhere."""
     if no_gold(question):
@@ -155,13 +118,6 @@ def hotpotqa_record(question: str, gold: list, distractors: list, answer: str, *
     if answer in ("yes", "no"):
         return record(question, passages, [answer], answer, "hotpotqa")
     return record(question, passages, [answer], "span", "hotpotqa") if holds(passages, answer) else None
-
-
-def listed_field(value):
-    """A field that some copies store as a Python-literal string (HippoRAG's sample) and others as a list."""
-    if isinstance(value, str):
-        return ast.literal_eval(value)
-    return value
 
 
 # --- StrategyQA -------------------------------------------------------------------------------------------
@@ -178,11 +134,6 @@ def strategyqa_records(items: Sequence[dict], *, exclude: Sequence[str], limit: 
     return [record(s["question"], [[s.get("term", ""), cut(fact)] for fact in listed_field(s["facts"])],
                    ["yes" if is_true(s["answer"]) else "no"], "yes" if is_true(s["answer"]) else "no", "strategyqa")
             for s in chosen]
-
-
-def is_true(value) -> bool:
-    """Whether a StrategyQA answer field (True, "True", "yes") says yes."""
-    return value is True or str(value).strip().lower() in ("true", "yes")
 
 
 # --- files and counts -------------------------------------------------------------------------------------

@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Sequence
 
 from ragkit.corpus import Doc, evaldata_files, read_evaldata
-from ragkit.jobs import PASSAGE_CHARS, relevance_messages
-from ragkit.lexical import BM25Index
+from ragkit.models.rerankers import relevance_messages
+from ragkit.passages import PASSAGE_CHARS
+from ragkit.search.lexical import BM25Index
 from ragkit.text import restates, search_tokenize
 from ragkit.train import splits
-from ragkit.train.records.reader import cut, is_true, listed_field, paragraphs_of, windows
+from ragkit.train.records.sources import cut, is_true, listed_field, paragraphs_of, windows
 
 SOURCES = {"scifact_queries": "scifact/queries.jsonl", "scifact_corpus": "scifact/corpus.jsonl",
            "scifact_train": "scifact/qrels/train.tsv", "scifact_test": "scifact/qrels/test.tsv",

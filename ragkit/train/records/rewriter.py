@@ -24,23 +24,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from ragkit import models
 from ragkit.config import evaldata_dir
 from ragkit.corpus import Doc, Search, check_query, evaldata_files, read_evaldata, read_jsonl
-from ragkit.dense import DenseIndex
 from ragkit.errors import EmptyQueryError
-from ragkit.evaluate import mean, reciprocal_rank
-from ragkit.fusion import fuse_queries
-from ragkit.jobs import REWRITE_FORMS, checked_form, rewriter_messages
-from ragkit.lexical import BM25Index
-from ragkit.llm import ChatModel
-from ragkit.replies import clean_item
-from ragkit.rewrite import MAX_QUERIES, MULTI_QUERY_PROMPT, parse_questions, questions_schema
+from ragkit.evaluate.metrics import mean, reciprocal_rank
+from ragkit.models import resolve
+from ragkit.models.jobs import RESTORED, REWRITE_FORMS, checked_form, rewriter_messages
+from ragkit.models.llm import ChatModel, seeded
+from ragkit.models.replies import clean_item
+from ragkit.search.dense import DenseIndex
+from ragkit.search.fusion import fuse_queries
+from ragkit.search.lexical import BM25Index
+from ragkit.search.rewrite import MAX_QUERIES, MULTI_QUERY_PROMPT, parse_questions, questions_schema
 from ragkit.text import fold_diacritics, search_tokenize
 from ragkit.train import splits
 from ragkit.train.records import relevance as relevance_records
-from ragkit.train.records.reader import cut, paragraphs_of
-from ragkit.voting import seeded
+from ragkit.train.records.sources import cut, paragraphs_of
 
 DEPTH = 10  # a candidate is scored by the reciprocal rank of the first relevant document in its top 10 (MRR@10)
 KEYWORD_PROMPT = [
@@ -336,14 +335,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     tasks, corpora = training_tasks(read, per_source=args.per_source, seed=args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     samples = {"keywords": args.keyword_samples, "questions": args.question_samples}
-    added = write_judgements(args.out, tasks, models.chat_model(), corpora, samples=samples)
+    added = write_judgements(args.out, tasks, resolve.chat_model(), corpora, samples=samples)
     print(f"{added} judgements added to {args.out} ({len(tasks)} queries, {len(REWRITE_FORMS)} forms)")
     return 0
 
 
 # --- the records a build trains on ----------------------------------------------------------------------------
 
-RESTORED = "xquad-vi"  # the source of the restoration records
 RECORD_SOURCES = {"judgements": "rewriter/judgements.jsonl", "vietnamese": "rewriter/xquad_vi_questions.jsonl"}
 
 

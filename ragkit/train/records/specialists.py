@@ -1,4 +1,4 @@
-"""The specialists' training records (in each job's prompt, ragkit.jobs), built from the
+"""The specialists' training records (in each job's prompt, ragkit.models.jobs), built from the
 public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a hash of the question or claim).
 
 - decomposer: MuSiQue dev decompositions (Wikidata-style steps "Erik Hort >> place of birth" read as
@@ -27,15 +27,9 @@ from typing import Sequence
 
 from ragkit.corpus import Doc, evaldata_files, read_json, read_jsonl
 from ragkit.errors import CorpusError
-from ragkit.jobs import (
-    MAX_STEPS,
-    answerer_messages,
-    decomposer_messages,
-    judge_messages,
-    numbered,
-)
-from ragkit.lexical import BM25Index
-from ragkit.text import restates, search_tokenize
+from ragkit.models.jobs import MAX_STEPS, answerer_messages, decomposer_messages, judge_messages
+from ragkit.search.lexical import BM25Index
+from ragkit.text import numbered, restates, search_tokenize
 from ragkit.train import splits
 from ragkit.train.records import reader as reader_records
 from ragkit.train.records import relevance as relevance_records
