@@ -276,6 +276,7 @@ bench: bench-backends bench-scifact bench-hotpotqa bench-strategyqa
 # and run times) rewritten from benchmarks/results/*.json, models/specialists/, lessons/ and docs/timings.json;
 # nothing else in them changes. tests/test_docs.py fails when a committed one differs. No model is loaded.
 docs: $(STAMP)
+	$(BIN)/python -m tests.diagrams
 	$(BIN)/python -m tests.make_docs
 
 clean:

@@ -37,6 +37,10 @@ and this script rewrites only what is between them (a region may also sit inside
   cells' `metadata.execution` times, first start to last reply), as "about 6 minutes (340 s)"; for the first
   cell of each lesson and solution. Re-executing a lesson changes it: run `make docs` afterwards.
 
+- `cells-time` (in a notebook's markdown cell only): how long the code cells after it, up to the next markdown
+  cell, took in the committed run ("the next cell takes 77 s on 2 cores in the committed run"); every code cell
+  over 30 s has one before it (tests/test_docs.py).
+
 The documents are DOCUMENTS and every notebook of lessons/ and solutions/ (a region in a notebook sits in a
 markdown cell, on one line).
 
@@ -152,6 +156,27 @@ def test_seconds(number: str) -> float:
     return times[name]
 
 
+def cell_seconds(cell: dict, where: str = "<notebook>") -> float:
+    """How long a code cell took in the committed run (its metadata.execution times)."""
+    times = cell.get("metadata", {}).get("execution", {})
+    if "iopub.execute_input" not in times or "shell.execute_reply" not in times:
+        raise DocsError(f"{where}: a code cell has no execution time: commit the notebook from a real run")
+    started, ended = (datetime.fromisoformat(times[key].replace("Z", "+00:00"))
+                      for key in ("iopub.execute_input", "shell.execute_reply"))
+    return (ended - started).total_seconds()
+
+
+def following_code(cells: list[dict], index: int) -> list[dict]:
+    """The code cells after cells[index], up to the next markdown cell."""
+    found = []
+    for cell in cells[index + 1:]:
+        if cell["cell_type"] == "markdown":
+            break
+        if cell["cell_type"] == "code":
+            found.append(cell)
+    return found
+
+
 def committed_run_seconds(relative: str) -> int:
     """Seconds from the first code cell's start to the last one's reply in a notebook's committed run."""
     notebook = load_json(relative)
@@ -175,6 +200,18 @@ def run_time_region(args: list[str]) -> str:
     return (f"about {minutes} minutes ({seconds:,} s)<!-- source: {minutes}, {seconds:,} = the minutes and seconds of "
             f"the committed run of {args[0]} (make docs) -->")
 
+
+
+def cells_time_region(cells: list[dict], where: str) -> str:
+    """How long the code cells below a markdown cell took, in words, with the source the prose guard asks for."""
+    if not cells:
+        raise DocsError("cells-time: no code cell follows this markdown cell")
+    seconds = sum(cell_seconds(cell, where) for cell in cells)
+    which = "the next cell takes" if len(cells) == 1 else f"the next {len(cells)} cells take"
+    number, unit = seconds_text(seconds).split()
+    units = {"s": "seconds", "min": "minutes", "h": "hours"}[unit]
+    return (f"{which} {number} {unit} on 2 cores in the committed run<!-- source: {number} = the {units} those "
+            f"cells took in the committed run, {round(seconds)} s (make docs) -->")
 
 
 def rows_region(args: list[str]) -> str:
@@ -398,10 +435,14 @@ KINDS: dict[str, Callable[..., str]] = {
 }
 
 
-def region_text(spec: str, body: str, document: str = "") -> str:
-    """What a region holds, given its spec ("rows benchmarks/results/scifact.json"), its current body and the
-    document it is in (a plan's length is read from the plan's table)."""
+def region_text(spec: str, body: str, document: str = "", below: list[dict] | None = None, where: str = "") -> str:
+    """What a region holds, given its spec ("rows benchmarks/results/scifact.json"), its current body, the
+    document it is in (a plan's length is read from the plan's table) and, in a notebook, the code cells below."""
     kind, *args = spec.split()
+    if kind == "cells-time":
+        if below is None:
+            raise DocsError("cells-time: a region of a notebook's markdown cell only")
+        return cells_time_region(below, where)
     if kind == "lesson-times":
         return "\n\n" + lesson_times_region(args, body) + "\n\n"
     if kind == "plan":
@@ -415,11 +456,12 @@ def region_text(spec: str, body: str, document: str = "") -> str:
     return "\n\n" + text + "\n\n" if "\n" in text or body.startswith("\n") else text
 
 
-def render(text: str, where: str = "<document>") -> str:
-    """The document with every generated region rewritten; the text outside the regions is unchanged."""
+def render(text: str, where: str = "<document>", below: list[dict] | None = None) -> str:
+    """The document with every generated region rewritten; the text outside the regions is unchanged. `below`:
+    in a notebook's markdown cell, the code cells after it."""
     def replace(match: re.Match) -> str:
         try:
-            body = region_text(match.group("spec"), match.group("body"), text)
+            body = region_text(match.group("spec"), match.group("body"), text, below, where)
         except (DocsError, KeyError, IndexError, ValueError) as error:
             raise DocsError(f"{where}: region {match.group('spec')!r}: {error}") from error
         return match.group("open") + body + match.group("close")
@@ -431,10 +473,10 @@ def render_notebook(text: str, where: str = "<notebook>") -> str:
     """A notebook's JSON with the regions of its markdown cells rewritten; the same text when none changed."""
     notebook = json.loads(text)
     changed = False
-    for cell in notebook["cells"]:
+    for index, cell in enumerate(notebook["cells"]):
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if cell["cell_type"] == "markdown" and REGION.search(source):
-            new = render(source, where)
+            new = render(source, where, following_code(notebook["cells"], index))
             if new != source:
                 cell["source"], changed = new.splitlines(keepends=True), True
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n" if changed else text

@@ -6,7 +6,7 @@
 | `runners` | a pipeline run on every gold question, its metrics averaged | 01 |
 | `tables` | results as aligned text tables | 01 |
 | `plots` | results as charts | 01 |
-| `significance` | bootstrap intervals of a score and of a gain | 08 |
+| `significance` | bootstrap intervals of a score and of a gain (a box in 03; 04 and 08 build it up) | 03 |
 | `reading` | a reader scored: exact match, F1, groundedness | 08 |
 """
 
