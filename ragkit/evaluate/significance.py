@@ -5,7 +5,8 @@ with replacement, and taking the mean difference of each resample, shows how muc
 with another draw of questions of the same kind; the middle 95% of those means is the interval. A gain
 whose interval contains 0 could be the luck of which questions were written.
 
-Taught in lessons/08_evaluation.ipynb (exercise 8.3 builds it by hand); used in lessons 04, 05 and 08.
+Taught in lessons/03_query_rewriting.ipynb (a short box), lessons/04_reranking.ipynb and
+lessons/08_evaluation.ipynb (exercise 8.3 builds it by hand).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A reader: question + passages -> a short answer taken from them, "yes"/"no", or NOT_IN_PASSAGES.
 
-Two kinds answer the same call: the chat model prompted few-shot (ragkit.generate.answering) and the reader specialist,
-the chat model fine-tuned to copy answers (ragkit.generate.reader_specialist, lesson 09). RAGKIT_READER picks one.
+Two kinds answer the same call: the chat model prompted few-shot (ragkit.generate.answering) and the reader
+specialist, the chat model fine-tuned to copy answers (ragkit.generate.reader_specialist, lesson 09). RAGKIT_READER
+picks one.
 """
 
 from __future__ import annotations

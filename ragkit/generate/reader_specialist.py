@@ -1,6 +1,7 @@
 """The reader specialist as a Reader: the chat model fine-tuned to answer from numbered passages with a span
 copied from them, "yes", "no" or NOT_IN_PASSAGES (lesson 09; built by `make specialists SPECIALISTS=reader`),
-its reply made a span of the passages (ragkit.generate.spans). RAGKIT_READER=specialist picks it (ragkit.models.roles).
+its reply made a span of the passages (ragkit.generate.spans); and the reader RAGKIT_READER names (reader_model):
+this specialist, else a chat model prompted few-shot.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reading chat-model replies, and constraining them where the backend allows: the strings of a JSON list,
 the lines of a numbered or bulleted list, a list of steps from either (never raising), the warnings a reply
 earns (cut off, repeats, copied examples), and the GBNF grammars and JSON schemas that shape replies.
-Taught in lessons/06_cot_rag.ipynb.
+Taught in lessons/03_query_rewriting.ipynb (JSON lists of questions) and lessons/06_cot_rag.ipynb (steps).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The model for each job of the pipelines (decomposer, judge, answerer, rewriter, reader): its setting names a
-specialist (lesson 09), another chat model, or nothing (the chat model). Above both the chat backends
-(ragkit.models) and the specialists (ragkit.models.specialists), since it picks between them.
+"""The chat model for each job of the pipelines (decomposer, judge, answerer, rewriter, relevance judge): its setting
+names a specialist (lesson 09), another chat model, or nothing (the chat model). Above both the chat backends
+(ragkit.models.resolve) and the specialists (ragkit.models.specialists), since it picks between them.
 
 RAGKIT_DECOMPOSER, RAGKIT_JUDGE, RAGKIT_ANSWERER: (empty: the chat model) | specialist | any RAGKIT_LLM value
 RAGKIT_REWRITER: the same choices, for lesson 03's query rewriter (rewriter_model)
-RAGKIT_READER: the same choices, for the reader (reader_model: a Reader, not a chat model)
+RAGKIT_READER: the same choices, for the reader (ragkit.generate.reader_specialist.reader_model: a Reader)
 RAGKIT_RELEVANCE: the same choices, for the relevance judge (relevance_model: a reranker scoring by P(yes))
 Taught in lessons/09_specialists.ipynb.
 """

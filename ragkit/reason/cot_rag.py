@@ -6,7 +6,7 @@ decomposition is constrained: 'auto' (a GBNF numbered-list grammar for llama.cpp
 elsewhere), 'grammar', 'json' or 'none'. Every reply is read by a parser that never raises, and
 anything that went wrong ends up in `CoTResult.warnings`. `carry_findings=True` appends the previous
 step's finding to the next sub-query (a cheap help for bridge questions: "when was *it* founded?").
-Given a `reader` (ragkit.generate.reader, e.g. roles.reader_model()), the reader writes the final answer from the steps'
+Given a `reader` (ragkit.generate.reader, e.g. reader_model()), the reader writes the final answer from the steps'
 passages instead of the chat model from their findings. Taught in lessons/06_cot_rag.ipynb.
 """
 

@@ -15,7 +15,7 @@ supports / contradicts / unrelated: supports confirms the step, contradicts corr
 sentence closest to it, unrelated leaves it unverified. An answerer specialist answers yes or no from the
 question and facts: the revised steps that evidence confirmed or corrected, then each step's best evidence.
 
-Given a `reader` (ragkit.generate.reader, e.g. roles.reader_model()), a question that is not yes/no (is_yes_no: English
+Given a `reader` (ragkit.generate.reader, e.g. reader_model()), a question that is not yes/no (is_yes_no: English
 only, by its first word) is answered by the reader from the steps' evidence instead (each step's evidence in
 step order, each passage once, the first 5); a yes/no question keeps the answerer. Taught in
 lessons/07_rethinking_with_retrieval.ipynb.

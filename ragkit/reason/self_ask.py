@@ -2,11 +2,11 @@
 references to earlier answers (#1, #2) replaced by what those steps found.
 
 What a step "found" is its bridge: a reader's short answer when a reader is given (ragkit.generate.reader, e.g.
-roles.reader_model()) and finds one, else the sentence of the step's top hits closest to the step in the
+reader_model()) and finds one, else the sentence of the step's top hits closest to the step in the
 embedder's space (with a warning when a reader found nothing). Appending the question to every step's query
 keeps the search on the question's topic. The evidence of a run is the steps' rankings interleaved, cut at
 a passage budget, so it compares with plan-first CoT-RAG and with the question alone at the same budget.
-Taught in lessons/09_specialists.ipynb.
+Taught in lessons/06_cot_rag.ipynb; with the taught decomposer, in lessons/09_specialists.ipynb.
 """
 
 from __future__ import annotations
