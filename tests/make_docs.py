@@ -37,6 +37,8 @@ and this script rewrites only what is between them (a region may also sit inside
   cells' `metadata.execution` times, first start to last reply), as "about 6 minutes (340 s)"; for the first
   cell of each lesson and solution. Re-executing a lesson changes it: run `make docs` afterwards.
 
+- `test-time lessons/NN_….ipynb`: the notebook's time under nbval in the reference test run (docs/timings.json),
+  as "5.3 min"; for the first cell of each lesson and solution, beside its `run-time`.
 - `cells-time` (in a notebook's markdown cell only): how long the code cells after it, up to the next markdown
   cell, took in the committed run ("the next cell takes 77 s on 2 cores in the committed run"); every code cell
   over 30 s has one before it (tests/test_docs.py).
@@ -200,6 +202,17 @@ def run_time_region(args: list[str]) -> str:
     return (f"about {minutes} minutes ({seconds:,} s)<!-- source: {minutes}, {seconds:,} = the minutes and seconds of "
             f"the committed run of {args[0]} (make docs) -->")
 
+
+
+def test_time_region(args: list[str]) -> str:
+    """A notebook's time under nbval in the reference test run, with the source the prose guard asks for."""
+    times = timings()["notebooks"]
+    if args[0] not in times:
+        raise DocsError(f"{TIMINGS}: no time for {args[0]}")
+    number, unit = seconds_text(times[args[0]]).split()
+    units = {"s": "seconds", "min": "minutes", "h": "hours"}[unit]
+    return (f"{number} {unit}<!-- source: {number} = the {units} of {args[0]} under nbval in the reference test run "
+            f"({TIMINGS}, make docs) -->")
 
 
 def cells_time_region(cells: list[dict], where: str) -> str:
@@ -430,7 +443,7 @@ def plan_length_region(args: list[str], document: str) -> str:
 
 KINDS: dict[str, Callable[..., str]] = {
     "rows": rows_region, "specialists": specialists_region, "gains": gains_region, "stages": stages_region,
-    "lesson-time": lesson_time_region, "run-time": run_time_region,
+    "lesson-time": lesson_time_region, "run-time": run_time_region, "test-time": test_time_region,
     "test-run": test_run_region,
 }
 
