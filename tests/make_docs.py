@@ -158,13 +158,23 @@ def test_seconds(number: str) -> float:
     return times[name]
 
 
+def _moment(stamp: str) -> datetime:
+    """A notebook's execution timestamp ("2026-12-06T10:00:00Z") as a datetime."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def duration_parts(seconds: float) -> tuple[str, str, str]:
+    """seconds_text split for a sentence and its source comment: ("2.9", "min", "minutes")."""
+    number, unit = seconds_text(seconds).split()
+    return number, unit, {"s": "seconds", "min": "minutes", "h": "hours"}[unit]
+
+
 def cell_seconds(cell: dict, where: str = "<notebook>") -> float:
     """How long a code cell took in the committed run (its metadata.execution times)."""
     times = cell.get("metadata", {}).get("execution", {})
     if "iopub.execute_input" not in times or "shell.execute_reply" not in times:
         raise DocsError(f"{where}: a code cell has no execution time: commit the notebook from a real run")
-    started, ended = (datetime.fromisoformat(times[key].replace("Z", "+00:00"))
-                      for key in ("iopub.execute_input", "shell.execute_reply"))
+    started, ended = (_moment(times[key]) for key in ("iopub.execute_input", "shell.execute_reply"))
     return (ended - started).total_seconds()
 
 
@@ -185,8 +195,7 @@ def committed_run_seconds(relative: str) -> int:
     times = [cell.get("metadata", {}).get("execution", {}) for cell in notebook["cells"] if cell["cell_type"] == "code"]
     if not times or not all("iopub.execute_input" in t and "shell.execute_reply" in t for t in times):
         raise DocsError(f"{relative}: a code cell has no execution time: commit the notebook from a real run")
-    started, ended = (datetime.fromisoformat(times[0]["iopub.execute_input"].replace("Z", "+00:00")),
-                      datetime.fromisoformat(times[-1]["shell.execute_reply"].replace("Z", "+00:00")))
+    started, ended = _moment(times[0]["iopub.execute_input"]), _moment(times[-1]["shell.execute_reply"])
     return max(1, round((ended - started).total_seconds()))
 
 
@@ -209,8 +218,7 @@ def test_time_region(args: list[str]) -> str:
     times = timings()["notebooks"]
     if args[0] not in times:
         raise DocsError(f"{TIMINGS}: no time for {args[0]}")
-    number, unit = seconds_text(times[args[0]]).split()
-    units = {"s": "seconds", "min": "minutes", "h": "hours"}[unit]
+    number, unit, units = duration_parts(times[args[0]])
     return (f"{number} {unit}<!-- source: {number} = the {units} of {args[0]} under nbval in the reference test run "
             f"({TIMINGS}, make docs) -->")
 
@@ -221,8 +229,7 @@ def cells_time_region(cells: list[dict], where: str) -> str:
         raise DocsError("cells-time: no code cell follows this markdown cell")
     seconds = sum(cell_seconds(cell, where) for cell in cells)
     which = "the next cell takes" if len(cells) == 1 else f"the next {len(cells)} cells take"
-    number, unit = seconds_text(seconds).split()
-    units = {"s": "seconds", "min": "minutes", "h": "hours"}[unit]
+    number, unit, units = duration_parts(seconds)
     return (f"{which} {number} {unit} on 2 cores in the committed run<!-- source: {number} = the {units} those "
             f"cells took in the committed run, {round(seconds)} s (make docs) -->")
 
