@@ -1,13 +1,13 @@
 """nbval settings for lessons/ and solutions/: how each cell's output is compared (tests/nbval_compare.py:
-cell_tolerances reads the cell's marker, comparison_in_run decides what a chat cell gets in this run, texts_match
-compares), and stderr (progress bars, warnings) is not compared."""
+cell_tolerances reads the marker kept in the cell's metadata, comparison_in_run decides what a chat cell gets in
+this run, texts_match compares), and stderr (progress bars, warnings) is not compared."""
 
 from __future__ import annotations
 
 import os
 
 from tests import chat_fingerprint
-from tests.nbval_compare import EXACT, cell_tolerances, comparison_in_run, texts_match
+from tests.nbval_compare import EXACT, cell_tolerances, comparison_in_run, marked_source, texts_match
 
 _not_compared: list[str] = []  # chat cells left to their invariants because the chat model replies differently
 
@@ -28,7 +28,7 @@ def pytest_configure(config):
 
 def _compare_outputs(exact_compare):
     def compare_outputs(cell, test, ref, skip_compare=None):
-        marked, *tolerances = cell_tolerances(cell.cell.source)
+        marked, *tolerances = cell_tolerances(marked_source(cell.cell))
         kind = comparison_in_run(marked, os.environ, chat_fingerprint.replies_as_recorded)
         if kind == EXACT:
             return exact_compare(cell, test, ref, skip_compare)

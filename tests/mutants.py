@@ -66,7 +66,7 @@ MUTANTS = (
            ("tests/test_reader_specialist.py", "tests/test_answering.py"), ("09_specialists",)),
     Mutant("M5", "06", "ragkit/reason/self_ask.py", "            return bridges[number - 1]",
            "            return bridges[0]",
-           "every #k resolves to step 1", ("tests/test_self_ask.py",), ("06_cot_rag", "09_specialists")),
+           "every #k resolves to step 1", ("tests/test_self_ask.py",), ("09_specialists",)),
     Mutant("M6", "05", "ragkit/search/parent_child.py", "            if parent_id not in best:", "            if True:",
            "a parent keeps its worst child", ("tests/test_parent_child.py",), ("05_parent_child",)),
     Mutant("M7", "01", "ragkit/text.py", '    text = unicodedata.normalize("NFC", text).lower()',

@@ -1,7 +1,9 @@
 """How a notebook cell's output is compared with the committed one: exactly, or with a tolerance for
 the numbers a neural model computes.
 
-A cell chooses with one comment marker, as nbval's own markers work:
+A cell chooses with one marker, kept in its metadata where the learner does not see it: `"ragkit": {"compare":
+"NBVAL_CHAT_OUTPUT ±0.14 (three questions of 22 …)"}`, or nbval's own tag `nbval-ignore-output` (marked_source
+writes them back as the comment lines the rules below read; a marker in the source is an error):
 - no marker: exact (after the sanitize rules of tests/nbval_sanitize.cfg);
 - `# NBVAL_MODEL_NUMBERS`: every decimal number within MODEL_TOLERANCE, everything else exact;
 - `# NBVAL_MODEL_COUNTS`: the same, and whole numbers (counts and ranks that follow model scores)
@@ -68,6 +70,26 @@ _MARKER = re.compile(r"^\s*#\s*(?P<marker>NBVAL_MODEL_NUMBERS|NBVAL_MODEL_COUNTS
 _WIDENED = re.compile(r"\s*(?:±\s*(?P<decimals>\d*\.\d+)\s*)?(?:±\s*(?P<counts>\d+)\s*)?"
                       r"(?:\((?P<reason>[^()]*(?:\([^()]*\)[^()]*)*)\))?\s*")
 _EXAMPLE = "write it as `# NBVAL_MODEL_COUNTS ±0.04 ±3 (two questions of 56 cross a cut-off)`"
+
+
+COMPARE_KEY, IGNORE_TAG = "ragkit", "nbval-ignore-output"  # where a cell's comparison is kept: metadata, a tag
+_SOURCE_MARKER = re.compile(r"^\s*#\s*NBVAL_[A-Z_]+", re.MULTILINE)
+
+
+def marked_source(cell: Mapping) -> str:
+    """A notebook cell's source after its comparison (from metadata and tags) as comment lines, as the rules read it."""
+    metadata = cell.get("metadata", {})
+    source = cell.get("source", "")
+    lines = ["# NBVAL_IGNORE_OUTPUT"] if IGNORE_TAG in metadata.get("tags", ()) else []
+    if metadata.get(COMPARE_KEY, {}).get("compare"):
+        lines.append("# " + metadata[COMPARE_KEY]["compare"])
+    return "\n".join([*lines, "".join(source) if isinstance(source, list) else source])
+
+
+def source_markers(cell: Mapping) -> list[str]:
+    """The NBVAL comment lines in a cell's own source: each belongs in its metadata (marked_source reads it there)."""
+    source = cell.get("source", "")
+    return _SOURCE_MARKER.findall("".join(source) if isinstance(source, list) else source)
 
 
 def _marker_lines(source: str) -> list[re.Match]:

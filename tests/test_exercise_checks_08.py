@@ -7,8 +7,9 @@ from ragkit.corpus import Question
 from ragkit.evaluate.runners import Evaluation
 from ragkit.exercises import ExerciseFailed, check_exercise
 
-QUESTIONS = [Question(f"q{i}", f"question {i}", (f"d{i}",), style=style)
-             for i, style in enumerate(["keyword", "keyword", "paraphrase", "zh"])]
+LANGS_AND_STYLES = [("en", "keyword"), ("en", "keyword"), ("vi", "paraphrase"), ("zh", "zh")]
+QUESTIONS = [Question(f"q{i}", f"question {i}", (f"d{i}",), lang=lang, style=style)
+             for i, (lang, style) in enumerate(LANGS_AND_STYLES)]
 
 
 def run(tops, hits, seconds=0.01):
@@ -65,8 +66,8 @@ def test_8_3_the_exercises_bootstrap_passes_and_too_few_resamples_fail():
 
 
 def answered_with(exact_full, exact_gold):
-    """The specialist's rows of two contexts, with the given exact matches."""
-    return {f"{name}, specialist": Evaluation({}, tuple({"exact_match": float(m)} for m in matches))
+    """The reader's rows of two contexts, with the given exact matches."""
+    return {name: Evaluation({}, tuple({"exact_match": float(m)} for m in matches))
             for name, matches in (("full pipeline", exact_full), ("reader on the gold passages", exact_gold))}
 
 
@@ -88,3 +89,6 @@ def test_8_4_counts_of_every_question_pass_and_a_gold_retrieval_miss_fails():
     twice = miss_rows([(1, 1, 1, 0), (0, 2, 0, 0)], [(2, 0, 0, 0), (0, 0, 1, 1)])
     with pytest.raises(ExerciseFailed, match="count each question once"):
         check_exercise("8.4", {"miss_table": twice, "answered": answered, "answer_sample": QUESTIONS})
+    by_style = miss_rows([(1, 0, 0, 0), (0, 2, 1, 0)], [(1, 0, 0, 0), (1, 0, 1, 1)])
+    with pytest.raises(ExerciseFailed, match="questions in English"):
+        check_exercise("8.4", {"miss_table": by_style, "answered": answered, "answer_sample": QUESTIONS})

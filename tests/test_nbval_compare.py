@@ -10,6 +10,7 @@ import pytest
 
 from tests.nbval_compare import (
     CHAT,
+    COMPARE_KEY,
     COUNT_TOLERANCE,
     COUNTS,
     EXACT,
@@ -21,6 +22,8 @@ from tests.nbval_compare import (
     comparison_in_run,
     comparison_kind,
     exactly_compared,
+    marked_source,
+    source_markers,
     split_numbers,
     texts_match,
 )
@@ -196,12 +199,33 @@ def test_whole_numbers_of_chat_output_are_exact_but_decimals_keep_their_toleranc
 
 
 def _notebook(cells: list[tuple[str, str]]) -> dict:
-    """A notebook whose code cells have the given sources and committed stdout."""
+    """A notebook whose code cells have the given sources and committed stdout; a first-line marker goes to the
+    cell's metadata, as the lessons keep it."""
     kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": kernel},
-            "cells": [{"cell_type": "code", "id": uuid.uuid4().hex[:8], "execution_count": i, "metadata": {},
-                       "source": source, "outputs": [{"output_type": "stream", "name": "stdout", "text": out}]}
+            "cells": [{"cell_type": "code", "id": uuid.uuid4().hex[:8], "execution_count": i, **_kept_apart(source),
+                       "outputs": [{"output_type": "stream", "name": "stdout", "text": out}]}
                       for i, (source, out) in enumerate(cells, start=1)]}
+
+
+def _kept_apart(source: str) -> dict:
+    """A cell's metadata and source, its first line moved to the metadata if it is a comparison marker."""
+    first, _, rest = source.partition("\n")
+    if first.startswith("# NBVAL_"):
+        return {"metadata": {COMPARE_KEY: {"compare": first.removeprefix("# ")}}, "source": rest}
+    return {"metadata": {}, "source": source}
+
+
+def test_marked_source_reads_the_comparison_from_the_metadata_and_tags():
+    chat = {"metadata": {COMPARE_KEY: {"compare": "NBVAL_CHAT_OUTPUT ±0.14 (three questions of 22 move)"}},
+            "source": ["print(f1)\n"]}
+    assert marked_source(chat) == "# NBVAL_CHAT_OUTPUT ±0.14 (three questions of 22 move)\nprint(f1)\n"
+    assert cell_tolerances(marked_source(chat))[0] == CHAT
+    ignored = {"metadata": {"tags": ["nbval-ignore-output"]}, "source": "print(versions)"}
+    assert marked_source(ignored) == "# NBVAL_IGNORE_OUTPUT\nprint(versions)"
+    assert marked_source({"metadata": {}, "source": "print(1)"}) == "print(1)"
+    assert source_markers(chat) == [] and source_markers(ignored) == []
+    assert source_markers({"source": ["x = 1\n", "# NBVAL_MODEL_NUMBERS\n"]}) == ["# NBVAL_MODEL_NUMBERS"]
 
 
 @pytest.mark.model

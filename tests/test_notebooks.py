@@ -1,5 +1,6 @@
 """What every committed notebook must hold for nbval to test something (docs/testing.md):
-- no cell is skipped (NBVAL_SKIP), and every cell names at most one valid comparison (tests/nbval_compare.py);
+- no cell is skipped (NBVAL_SKIP), every cell names at most one valid comparison (tests/nbval_compare.py), in its
+  metadata or tags, never in the source the learner reads;
 - every lesson exercise ends with a `check_exercise("N.M", globals())` cell, in the lesson and in its solution, and
   the committed outputs show the lesson's stub not done and the solution passed;
 - every cell whose output a run may leave uncompared (NBVAL_CHAT_OUTPUT, NBVAL_IGNORE_OUTPUT), the first cell
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.exercises.checking import _EXERCISES, exercise, find_exercise
-from tests.nbval_compare import cell_tolerances, comparison_kind
+from tests.nbval_compare import cell_tolerances, comparison_kind, marked_source, source_markers
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "lessons").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -30,9 +31,9 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.
 
 
 def code_cells(path: Path) -> list[str]:
-    """The sources of a notebook's code cells, in order."""
+    """The sources of a notebook's code cells, in order, each after its comparison marker (tests/nbval_compare.py)."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    return [marked_source(cell) for cell in cells if cell["cell_type"] == "code"]
 
 
 def left_to_invariants(source: str) -> bool:
@@ -126,6 +127,15 @@ def skipped(sources: list[str]) -> list[int]:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_cell_is_skipped(path):
     assert not skipped(code_cells(path)), "NBVAL_SKIP in these code cells: run them, and mark what may differ instead"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_comparison_markers_stay_out_of_the_learners_view(path):
+    cells = [cell for cell in json.loads(path.read_text(encoding="utf-8"))["cells"] if cell["cell_type"] == "code"]
+    problems = [f"code cell {number}: {marker!r}" for number, cell in enumerate(cells, start=1)
+                for marker in source_markers(cell)]
+    assert not problems, ("comparison markers in the source, where the learner reads them: move each to the cell's "
+                          "metadata (tests/nbval_compare.py, marked_source)\n" + "\n".join(problems))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -26,7 +26,7 @@ from ragkit.evaluate.metrics import (
                                      supporting_evidence_recall,
                                      token_f1,
 )
-from ragkit.evaluate.plots import ladder, loss_curves, metric_bars
+from ragkit.evaluate.plots import gain_chart, ladder, loss_curves, metric_bars
 from ragkit.evaluate.reading import content_words, evaluate_reader, groundedness
 from ragkit.evaluate.runners import Evaluation, evaluate_answers, evaluate_pipeline, evaluate_retrieval
 from ragkit.evaluate.significance import bootstrap_interval, gain_rows, pair_gain_rows, paired_bootstrap
@@ -34,6 +34,7 @@ from ragkit.evaluate.tables import format_seconds, format_table, table_rows
 
 __all__ = ["all_gold_at_k", "answers_of", "contains_gold", "exact_match", "hit_at_k", "mean", "ndcg_at_k",
            "precision_at_k", "recall_at_k", "reciprocal_rank", "relevance_of", "roc_auc", "supporting_evidence_recall",
-           "token_f1", "ladder", "loss_curves", "metric_bars", "content_words", "evaluate_reader", "groundedness",
+           "token_f1", "gain_chart", "ladder", "loss_curves", "metric_bars", "content_words", "evaluate_reader",
+           "groundedness",
            "Evaluation", "evaluate_answers", "evaluate_pipeline", "evaluate_retrieval", "bootstrap_interval",
            "gain_rows", "pair_gain_rows", "paired_bootstrap", "format_seconds", "format_table", "table_rows"]

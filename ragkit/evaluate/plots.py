@@ -55,6 +55,29 @@ def ladder(rungs: Mapping[str, Evaluation], metrics: Sequence[str], *, title: st
     return fig
 
 
+def gain_chart(gains: Mapping[str, object], *, title: str = ""):
+    """Each gain's mean (a dot) and 95% interval (a bar) against a line at 0, first gain on top: a bar that
+    crosses the line is within chance. Takes significance.PairedDifference values.
+
+    Taught in lessons/08_evaluation.ipynb."""
+    names = list(gains)
+    rows = np.arange(len(names))
+    means, lows, highs = (np.array([getattr(gains[name], end) for name in names]) for end in ("mean", "low", "high"))
+    beyond = (lows > 0) | (highs < 0)
+    fig, ax = _pyplot().subplots(figsize=(8, 0.4 * len(names) + 1.2))
+    ax.errorbar(means, rows, xerr=[means - lows, highs - means], fmt="none", ecolor="grey", capsize=3)
+    ax.scatter(means, rows, c=["tab:blue" if out else "grey" for out in beyond], zorder=3)
+    ax.axvline(0, color="black", linewidth=0.8)
+    for row, (mean, high) in enumerate(zip(means, highs)):
+        ax.annotate(f"{mean:+.3f}", (high, row), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(rows, names)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"gain in {gains[names[0]].metric}, with its 95% interval (blue: beyond chance)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
 def loss_curves(runs: Mapping[str, Sequence[float]], *, window: int = 20, title: str = ""):
     """Each run's training loss per step (a moving mean over `window` steps drawn over it), on shared axes.
 

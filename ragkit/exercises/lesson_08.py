@@ -70,8 +70,8 @@ def bootstrap_by_hand(my_interval, results):
           expects="a list of rows {'context', 'questions', 'exact', 'retrieval', 'abstained', 'wrong answer'}, "
                   "one per context and language group")
 def reader_misses(miss_table, answered, answer_sample):
-    """Each context counts every sampled question once, its exact matches are the specialist's, and the gold
-    passages never miss on retrieval."""
+    """Each context counts every sampled question once, split by the question's language, its exact matches
+    are the reader's, and the gold passages never miss on retrieval."""
     contexts = {row["context"] for row in miss_table}
     require(contexts == {"full pipeline", "reader on the gold passages"},
             f"the contexts are {sorted(contexts)}: count 'full pipeline' and 'reader on the gold passages'")
@@ -80,8 +80,12 @@ def reader_misses(miss_table, answered, answer_sample):
         counted = sum(row[kind] for row in rows for kind in KINDS)
         require(counted == len(answer_sample), f"{context}: {counted} answers counted, the sample has "
                                                f"{len(answer_sample)}: count each question once")
-        exact = sum(row["exact_match"] == 1.0 for row in answered[f"{context}, specialist"].per_question)
+        english = sum(q.lang == "en" for q in answer_sample)
+        counted_english = sum(row[kind] for row in rows if row["questions"] == "English" for kind in KINDS)
+        require(counted_english == english, f"{context}: {counted_english} English answers counted, the sample asks "
+                                            f"{english} questions in English (q.lang == 'en')")
+        exact = sum(row["exact_match"] == 1.0 for row in answered[context].per_question)
         require(sum(row["exact"] for row in rows) == exact,
-                f"{context}: the specialist matched {exact} answers exactly, your table says otherwise")
+                f"{context}: the reader matched {exact} answers exactly, your table says otherwise")
     require(all(row["retrieval"] == 0 for row in miss_table if row["context"] == "reader on the gold passages"),
             "a retrieval miss among the gold passages: the gold context always holds a gold passage")

@@ -6,7 +6,7 @@
 | `few_shot` | the worked examples the prompts show | 06 |
 | `trace` | a run as lines or an HTML table | 06 |
 | `cot_rag` | CoT-RAG: decompose, retrieve per step, synthesize | 06 |
-| `self_ask` | self-ask: search the steps in order, each answer filling the next | 06 |
+| `self_ask` | self-ask: search the steps in order, each answer filling the next | 09 |
 | `chain_of_thought` | a chain of thought: prompt, grammar, parsing its steps and answer | 07 |
 | `step_judge` | a step checked against evidence: confirmed, corrected or unverified | 07 |
 | `rwr` | RwR: reason in steps, retrieve evidence for each, verify or correct, answer | 07 |
