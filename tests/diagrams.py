@@ -34,7 +34,7 @@ DIAGRAMS = {
            "search small chunks, return the documents they come from"),
     "06": ("CoT-RAG",
            ["question", "decompose\ninto steps", "retrieve\nper step", "findings", "synthesize\nanswer"],
-           "self-ask: each step's answer fills the next step's #k"),
+           "one search per step, and an answer that cites the steps' findings"),
     "07": ("Rethinking with Retrieval",
            ["question", "chain of\nthought", "evidence\nper step", "judge: confirm\nor correct", "answer"],
            "reason in steps, retrieve for each, verify or correct, then answer"),
@@ -43,7 +43,7 @@ DIAGRAMS = {
            "what each rung bought, what it cost"),
     "09": ("teaching a small model one job",
            ["job\nrecords", "train /\nheld-out", "LoRA on\nthe CPU", "specialist", "held-out\nscore"],
-           "the taught 135M beside the untaught larger models"),
+           "the taught 135M beside the untaught models, on the earlier lessons' questions"),
 }
 
 
