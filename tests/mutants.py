@@ -64,7 +64,7 @@ MUTANTS = (
            "        text, passage = reader_reply(reply.text, passages)",
            '        text, passage = reader_reply("not in the passages", passages)', "the reader always abstains",
            ("tests/test_reader_specialist.py", "tests/test_answering.py"), ("09_specialists",)),
-    Mutant("M5", "06", "ragkit/reason/self_ask.py", "            return bridges[number - 1]",
+    Mutant("M5", "09", "ragkit/reason/self_ask.py", "            return bridges[number - 1]",
            "            return bridges[0]",
            "every #k resolves to step 1", ("tests/test_self_ask.py",), ("09_specialists",)),
     Mutant("M6", "05", "ragkit/search/parent_child.py", "            if parent_id not in best:", "            if True:",

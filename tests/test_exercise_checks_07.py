@@ -4,9 +4,11 @@ from dataclasses import replace
 
 import pytest
 
-from ragkit.corpus import Question
+from ragkit.corpus import Doc, Question
 from ragkit.exercises import ExerciseFailed, check_exercise
+from ragkit.reason.steps import Meter
 from ragkit.reason.voting import ReasoningPath, VoteResult
+from tests.fakes import ScriptedChat
 
 YES_NO = [Question("q1", "Was it built first?", ("d1",), answer="yes", style="yes-no"),
           Question("q2", "Did he live to see it?", ("d2",), answer="no", style="yes-no")]
@@ -72,29 +74,46 @@ def test_7_1_fails_on_a_wrong_count_of_changes():
 
 PROBES = [("d1", "A was founded in 1703.", "A was founded in 1803."), ("d2", "B was born in Moscow.", "B: Kiev."),
           ("d3", "C was born in Stettin.", "C: Vienna."), ("d4", "D was designed by E.", "D: F.")]
+BY_ID = {"kb-en-042": Doc("kb-en-042", "The Moscow Metro opened in 1935.")}
+JUDGE_SAYS = ('{"verdict": "unverified", "corrected_step": ""}', '{"verdict": "unverified", "corrected_step": ""}',
+              '{"verdict": "corrected", "corrected_step": "C was born in Moscow."}')
+JUDGED = {"A was founded in 1703.": "unverified", "B was born in Moscow.": "unverified",
+          "C was born in Stettin.": "corrected"}
 
 
-def test_7_2_passes_on_a_verdict_for_each_of_the_first_three_true_statements():
-    verdicts = {"A was founded in 1703.": "unverified", "B was born in Moscow.": "unverified",
-                "C was born in Stettin.": "corrected"}
-    assert check_exercise("7.2", {"wrong_place": verdicts, "probes": PROBES})
+def wrong_place(verdicts, probes=PROBES):
+    """The names exercise 7.2 checks, with a judge that replies JUDGE_SAYS in turn."""
+    return {"wrong_place": verdicts, "probes": probes, "by_id": BY_ID, "meter": Meter(ScriptedChat(*JUDGE_SAYS))}
+
+
+def test_7_2_passes_on_the_judges_verdict_for_each_of_the_first_three_true_statements():
+    names = wrong_place(dict(JUDGED))
+    assert check_exercise("7.2", names)
+    asked = [messages[-1]["content"] for messages, _ in names["meter"].inner.calls]
+    assert len(asked) == 3 and all("Moscow Metro" in text for text in asked)
+    assert names["meter"].calls == 0  # the learner's meter counts none of the check's calls
+
+
+def test_7_2_fails_on_verdicts_written_by_hand_that_the_judge_did_not_give():
+    with pytest.raises(ExerciseFailed, match="differ for .*C was born in Stettin"):
+        check_exercise("7.2", wrong_place({statement: "unverified" for statement in JUDGED}))
 
 
 def test_7_2_fails_on_the_false_statements():
     verdicts = {false: "unverified" for _, _, false in PROBES[:3]}
     with pytest.raises(ExerciseFailed, match="first 3 true statements"):
-        check_exercise("7.2", {"wrong_place": verdicts, "probes": PROBES})
+        check_exercise("7.2", wrong_place(verdicts))
 
 
 def test_7_2_fails_on_a_count_instead_of_verdicts():
     with pytest.raises(ExerciseFailed, match="should be a dict"):
-        check_exercise("7.2", {"wrong_place": 3, "probes": PROBES})
+        check_exercise("7.2", wrong_place(3))
 
 
 def test_7_2_fails_on_something_that_is_not_a_verdict():
     verdicts = {true: ("unverified", "", []) for _, true, _ in PROBES[:3]}
     with pytest.raises(ExerciseFailed, match="are not verdicts"):
-        check_exercise("7.2", {"wrong_place": verdicts, "probes": PROBES})
+        check_exercise("7.2", wrong_place(verdicts))
 
 
 def test_7_3_passes_on_every_right_wrong_pair_in_any_order():

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ragkit.corpus import Hit
 from ragkit.exercises.checking import exercise, require
-from ragkit.reason.step_judge import VERDICTS
+from ragkit.reason.step_judge import VERDICTS, judge
+from ragkit.reason.steps import Meter
 from ragkit.reason.voting import weighted_vote
 from ragkit.text import answer_key
 
@@ -54,11 +56,15 @@ def another_scorer(rescored_paths, rescored, changed, votes):
             "votes[id].answer (compare with answer_key, so 'Yes, ...' and 'yes' are the same answer)")
 
 
-@exercise("7.2", names=("wrong_place", "probes"),
+WRONG_PLACE = "kb-en-042"  # the Moscow Metro passage: about none of the probes' statements
+
+
+@exercise("7.2", names=("wrong_place", "probes", "by_id", "meter"),
           expects="the judge's verdict on each of the first 3 true statements of section 3, judged against the "
                   "Moscow Metro passage kb-en-042: {statement: verdict}")
-def wrong_place_verdicts(wrong_place, probes):
-    """One verdict, a known one, for each of the first three true statements."""
+def wrong_place_verdicts(wrong_place, probes, by_id, meter):
+    """For each of the first three true statements, the verdict the judge gives it against the Moscow Metro passage
+    (asked again here through a meter of its own, so the lesson's counts stay as they are)."""
     statements = [true for _, true, _ in probes[:3]]
     require(isinstance(wrong_place, Mapping), f"`wrong_place` should be a dict {{statement: verdict}}, got "
                                               f"{type(wrong_place).__name__}")
@@ -67,6 +73,12 @@ def wrong_place_verdicts(wrong_place, probes):
             f"{sorted(wrong_place)}")
     unknown = {statement: verdict for statement, verdict in wrong_place.items() if verdict not in VERDICTS}
     require(not unknown, f"{unknown} are not verdicts: store the first value judge(...) returns, one of {VERDICTS}")
+    evidence = [Hit(by_id[WRONG_PLACE], 1.0)]
+    judged = {statement: judge(statement, [], evidence, Meter(meter.inner))[0] for statement in statements}
+    differ = {statement: (wrong_place[statement], verdict) for statement, verdict in judged.items()
+              if wrong_place[statement] != verdict}
+    require(not differ, f"(yours, the judge's) verdicts differ for {differ}: judge each statement with no steps "
+                        f"before it and the one hit Hit(by_id[{WRONG_PLACE!r}], 1.0) as its evidence")
 
 
 def right_wrong_pairs(votes, yes_no) -> list[tuple[float, float]]:
