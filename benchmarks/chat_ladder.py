@@ -89,7 +89,8 @@ def job_data(job: str, n: int) -> list[dict]:
         return sample(rows, n, key=lambda r: r["source"].split(":")[0])
     source = {"score 0-10": "relevance", "relevance": "relevance", "decompose": "decomposer", "verdict": "judge",
               "answer": "answerer"}[job]
-    # the judge's SciFact records are from the dev claims, which the SciFact benchmark scores: they never choose
+    # the verdict job is measured on the judge's StrategyQA records alone: its SciFact records were the benchmark's
+    # test claims until 2026-12-07 (now train claims), and stay out so that the recorded rungs compare
     rows = [r for r in heldout(source) if not (job == "verdict" and r["source"].startswith("scifact"))]
     return sample(rows, n, key=lambda r: r["answer"] if job != "decompose" else r["source"].split(":")[0])
 

@@ -85,6 +85,18 @@ def test_the_decomposer_records_from_the_project_data_are_those_the_committed_sp
     assert digest == committed["data"]["records_sha256"]  # as ragkit.models.specialists records it
 
 
+def test_the_judge_is_trained_on_no_claim_the_scifact_benchmark_scores():
+    records, _ = specialist_records.build_records("judge", root=evaldata_dir(environ={}))
+    test_claims = {json.loads(line)["claim"].casefold()
+                   for line in (BENCHMARKS / "scifact" / "claims_dev_with_evidence.jsonl").open(encoding="utf-8")}
+    steps = {r["messages"][-1]["content"].rpartition("\nStep: ")[2].casefold() for r in records
+             if r["source"].startswith("scifact:")}
+    assert len(steps) > 400 and not steps & test_claims
+    digest = hashlib.sha256(json.dumps(records, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    committed = json.loads((PROJECT_DIR / "models" / "specialists" / "judge" / "specialist.json").read_text())
+    assert digest == committed["data"]["records_sha256"], "rebuild the judge: make specialists SPECIALISTS=judge"
+
+
 def test_every_ragkit_package_is_shipped():
     listed = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     found = sorted(".".join(init.parent.relative_to(PROJECT_DIR).parts)

@@ -28,6 +28,7 @@ from ragkit.train.records.specialists import (
     heldout_sample,
     judge_records,
     source_files,
+    train_claims,
     wikidata_question,
 )
 from ragkit.train.splits import split_of
@@ -141,6 +142,12 @@ def test_judge_records_pair_a_fact_with_look_alikes_and_scifact_rationales_with_
     assert "[1] Aspirin: Aspirin lowers fever. It is an NSAID.\nStep: Aspirin raises fever." in \
         [r for r in records if r["answer"] == "contradicts"][0]["messages"][1]["content"]
     assert not any(r["source"] == "strategyqa:q5" for r in records)
+
+
+def test_the_judge_leaves_out_a_train_claim_that_repeats_a_test_claim():
+    train = [{"id": "1", "claim": "Aspirin lowers fever."}, {"id": "2", "claim": "Coffee raises blood pressure."}]
+    test = [{"id": "900", "claim": "aspirin lowers fever."}]
+    assert [claim["id"] for claim in train_claims(train, test)] == ["2"]
 
 
 def write_evaldata(root, *, questions: int = 24):

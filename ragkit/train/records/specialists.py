@@ -6,8 +6,9 @@ public evaluation sets (data/benchmarks/), with a fixed held-out tenth (by a has
 - answerer: a StrategyQA train question with its gold facts, or with the BM25 top facts -> "yes" / "no",
   labels balanced;
 - judge: a statement and numbered evidence -> "supports" / "contradicts" / "unrelated": a StrategyQA fact
-  among retrieved look-alikes (supports) or only the look-alikes (unrelated), SciFact claims with their
-  rationale sentences (SUPPORT, CONTRADICT) or another claim's (unrelated).
+  among retrieved look-alikes (supports) or only the look-alikes (unrelated), SciFact train claims with their
+  rationale sentences (SUPPORT, CONTRADICT) or another claim's (unrelated); the test claims, which the SciFact
+  benchmark scores, are read only to leave out the train claims that share their text.
 - reader: ragkit.train.records.reader (SQuAD v1.1 and HotpotQA train passages among distractors, StrategyQA yes/no);
 - relevance: ragkit.train.records.relevance (SciFact train claims, HotpotQA, SQuAD and StrategyQA train questions, each
   with relevant passages and as many BM25-hard negatives: "yes" / "no");
@@ -38,13 +39,15 @@ from ragkit.train.records import rewriter as rewriter_records
 SCIFACT_LABELS = {"SUPPORT": "supports", "CONTRADICT": "contradicts"}
 SOURCES = {"musique": "musique/dev_decompositions.json", "strategyqa": "strategyqa/strategyqa_train.json",
            "dev200": "strategyqa/dev200_qids.json", "facts": "strategyqa/facts_corpus.jsonl",
-           "scifact_claims": "scifact/claims_dev_with_evidence.jsonl",
+           "scifact_claims": "scifact/claims_train_with_evidence.jsonl",
+           "scifact_test_claims": "scifact/claims_dev_with_evidence.jsonl",
            "scifact_sentences": "scifact/corpus_sentences.jsonl"}
 OWN_MODULES = {"reader": reader_records, "relevance": relevance_records,  # jobs whose records have a module
                "rewriter": rewriter_records}
 JOB_SOURCES = {"decomposer": ("musique", "strategyqa", "dev200"),
                "answerer": ("strategyqa", "dev200", "facts"),
-               "judge": ("strategyqa", "dev200", "facts", "scifact_claims", "scifact_sentences")}
+               "judge": ("strategyqa", "dev200", "facts", "scifact_claims", "scifact_test_claims",
+                         "scifact_sentences")}
 
 # How a Wikidata relation reads as a question; any other relation reads "What is the <relation> of X?"
 # ("... of X?" relations ending in a preposition read "What is X <relation>?").
@@ -267,4 +270,11 @@ def build_records(job: str, *, root: str | Path | None = None, seed: int = 0) ->
     if job == "answerer":
         return answerer_records(read["strategyqa"], index, exclude=exclude, seed=seed)
     sentences = {str(doc["_id"]): doc for doc in read["scifact_sentences"]}
-    return judge_records(read["strategyqa"], index, read["scifact_claims"], sentences, exclude=exclude, seed=seed)
+    claims = train_claims(read["scifact_claims"], read["scifact_test_claims"])
+    return judge_records(read["strategyqa"], index, claims, sentences, exclude=exclude, seed=seed)
+
+
+def train_claims(train: Sequence[dict], test: Sequence[dict]) -> list[dict]:
+    """The SciFact train claims whose text is no test claim's (two train claims repeat a test claim word for word)."""
+    test_texts = {claim["claim"].casefold() for claim in test}
+    return [claim for claim in train if claim["claim"].casefold() not in test_texts]
