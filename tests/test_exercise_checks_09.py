@@ -1,6 +1,7 @@
 """Lesson 09's exercise checks: a right answer passes, a typical wrong one fails with a pointer."""
 
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 
@@ -62,15 +63,35 @@ def committed_share() -> float:
     return labels["contradicts"] / sum(labels.values())
 
 
-def exercise_9_2(share, verdicts):
-    return check_exercise("9.2", {"contradicts_share": share, "contradicted_verdicts": verdicts})
+class FakeJudge:
+    """A judge that says `contradicts` to the first record it is asked about and `unrelated` to the rest."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def chat(self, messages, max_tokens=None):
+        self.asked += 1
+        return SimpleNamespace(text="contradicts" if self.asked == 1 else "Unrelated.")
 
 
-def test_9_2_the_committed_share_and_one_verdict_per_record_pass():
+def exercise_9_2(share, verdicts, judge_model=None):
+    return check_exercise("9.2", {"contradicts_share": share, "contradicted_verdicts": verdicts,
+                                  "judge_model": judge_model or FakeJudge()})
+
+
+def test_9_2_the_committed_share_and_the_judges_verdicts_pass():
     n = contradicted_records()
     assert n > 1
     assert exercise_9_2(committed_share(), Counter({"unverified": n - 1, "corrected": 1}))
-    assert exercise_9_2(round(committed_share(), 3), {"confirmed": n})
+    assert exercise_9_2(round(committed_share(), 3), {"unverified": n - 1, "corrected": 1, "confirmed": 0})
+
+
+def test_9_2_verdicts_that_add_up_but_are_not_the_judges_fail():
+    n = contradicted_records()
+    with pytest.raises(ExerciseFailed, match="not the judge's"):
+        exercise_9_2(committed_share(), {"confirmed": n})
+    with pytest.raises(ExerciseFailed, match="not the judge's"):
+        exercise_9_2(committed_share(), {"unverified": n - 1, "confirmed": 1})
 
 
 def test_9_2_a_percent_or_a_count_fails():

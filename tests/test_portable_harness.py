@@ -61,3 +61,38 @@ def test_the_same_request_is_always_treated_the_same():
 
 def test_a_reseeded_run_names_itself_so_its_fingerprint_never_matches_the_recording():
     assert probe("0.3")["harness"] == "reseeded by 7, share 0.3"
+
+
+NOISE_PROBE = """
+import json, sys
+import numpy as np
+from ragkit.models import resolve
+
+calls = []
+class Fake:
+    name, dim = "fake", 4
+    def embed_passages(self, texts):
+        calls.append(list(texts))
+        return np.array([[1.0, 0.0, 0.0, 0.0] for _ in texts], dtype=np.float32)
+    embed_queries = embed_passages
+
+resolve._load_embedder = lambda *args, **kwargs: Fake()  # the harness, installed at start-up, calls it
+first = resolve._embedder("fake", 2, "", sys.argv[1]).embed_passages(["a", "b"])
+resolve._embedder.cache_clear()  # as a later notebook's kernel: a new process with the same store
+again = resolve._embedder("fake", 2, "", sys.argv[1]).embed_passages(["a", "b"])
+clean = resolve._embedder.__wrapped__("fake", 2, "", sys.argv[1]).inner.embed_passages(["a"])
+print(json.dumps({"calls": calls, "first": first.tolist(), "again": again.tolist(), "clean": clean.tolist()}))
+"""
+
+
+def test_moved_vectors_are_the_stored_ones_moved_so_a_perturbed_run_encodes_nothing_stored(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(PORTABLE)]),
+                   "HARNESS_EMBEDDING_NOISE": "1e-2", "HARNESS_SCORE_NOISE": "", "HARNESS_CHAT_SEED": ""}
+    run = subprocess.run([sys.executable, "-c", NOISE_PROBE, str(tmp_path)], env=environment,
+                         capture_output=True, text=True, cwd=root, timeout=120)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.splitlines()[-1])
+    assert seen["calls"] == [["a", "b"]]  # the second read came from the store
+    assert seen["first"] == seen["again"] and seen["first"][0] != seen["first"][1]  # moved, by the text
+    assert seen["first"][0] != [1.0, 0.0, 0.0, 0.0] and seen["clean"] == [[1.0, 0.0, 0.0, 0.0]]

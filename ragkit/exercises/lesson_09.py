@@ -8,9 +8,9 @@ from numbers import Integral, Real
 from ragkit.corpus import read_jsonl
 from ragkit.evaluate.runners import Evaluation
 from ragkit.exercises.checking import exercise, require
-from ragkit.models.jobs import LABELS, MAX_STEPS
+from ragkit.models.jobs import LABELS, MAX_STEPS, parse_label
 from ragkit.models.specialists import COMMITTED_DIR, specialist_record
-from ragkit.reason.step_judge import VERDICTS
+from ragkit.reason.step_judge import JUDGE_VERDICTS, VERDICTS
 
 SELF_ASK = "self-ask, specialist"
 ALL_GOLD = "all_gold@5"
@@ -54,9 +54,20 @@ def appended_question(alone_scores, differ, multihop, half):
                        "appended found every gold passage and the steps alone did not")
 
 
-def _labelled_contradicts() -> int:
-    """How many of the judge's held-out records are labelled contradicts."""
-    return sum(record["answer"] == "contradicts" for record in read_jsonl(COMMITTED_DIR / "judge" / "heldout.jsonl"))
+def _labelled_contradicts() -> list[dict]:
+    """The judge's held-out records labelled contradicts."""
+    return [record for record in read_jsonl(COMMITTED_DIR / "judge" / "heldout.jsonl")
+            if record["answer"] == "contradicts"]
+
+
+def _verdict_counts(judge_model, records) -> dict[str, int]:
+    """{verdict: count} of what judge_model says to each record, read as lesson 07's verdicts."""
+    counts: dict[str, int] = {}
+    for record in records:
+        verdict = JUDGE_VERDICTS.get(parse_label(judge_model.chat(record["messages"], max_tokens=4).text),
+                                     "unverified")
+        counts[verdict] = counts.get(verdict, 0) + 1
+    return counts
 
 
 def _contradicts_share() -> float:
@@ -65,13 +76,13 @@ def _contradicts_share() -> float:
     return labels["contradicts"] / sum(labels.values())
 
 
-@exercise("9.2", names=("contradicts_share", "contradicted_verdicts"),
+@exercise("9.2", names=("contradicts_share", "contradicted_verdicts", "judge_model"),
           expects="the share of the judge's records labelled contradicts (a number from 0 to 1), and a dict "
                   "{verdict: count} of what it says to its held-out records labelled contradicts, read as "
                   "confirmed / corrected / unverified")
-def rare_label(contradicts_share, contradicted_verdicts):
-    """The share is the committed record's, and every held-out contradicts record got one verdict in lesson 07's
-    vocabulary."""
+def rare_label(contradicts_share, contradicted_verdicts, judge_model):
+    """The share is the committed record's, and the verdicts are the ones the judge gives the held-out contradicts
+    records (asked again here)."""
     require(isinstance(contradicts_share, Real) and not isinstance(contradicts_share, bool),
             "`contradicts_share` should be a number: the records labelled contradicts over all the records")
     require(0.0 <= contradicts_share <= 1.0,
@@ -91,9 +102,13 @@ def rare_label(contradicts_share, contradicted_verdicts):
     counts = list(contradicted_verdicts.values())
     require(all(isinstance(n, Integral) and n >= 0 for n in counts), "each verdict's count is a whole number")
     labelled = _labelled_contradicts()
-    require(sum(counts) == labelled,
-            f"the verdicts add up to {sum(counts)}, but {labelled} held-out records are labelled contradicts: "
+    require(sum(counts) == len(labelled),
+            f"the verdicts add up to {sum(counts)}, but {len(labelled)} held-out records are labelled contradicts: "
             "judge each of them once")
+    yours = {verdict: n for verdict, n in contradicted_verdicts.items() if n}
+    judged = _verdict_counts(judge_model, labelled)
+    require(yours == judged, f"your counts {yours} are not the judge's, {judged}: send each record's `messages` to "
+                             "judge_model.chat with max_tokens=4 and read the reply with parse_label")
 
 
 @exercise("9.3", names=("step_counts",),

@@ -37,12 +37,19 @@ def _direction(shape, key: str):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
+def _identity(model) -> str:
+    """The model's identity, as the model store names it."""
+    from ragkit.models.cache import model_identity
+
+    return model_identity(getattr(model, "inner", model))
+
+
 class NoisyEmbedder:
     """An embedder whose unit vectors are moved by NOISE times their length in a direction seeded by the text."""
 
     def __init__(self, inner):
         self.inner, self.name, self.dim = inner, inner.name, inner.dim
-        self.identity = f"{type(inner).__name__} {inner.name}, moved by {NOISE:g} ({NOISE_SEED})"  # stored apart
+        self.identity = f"{_identity(inner)}, moved by {NOISE:g} ({NOISE_SEED})"
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -71,7 +78,7 @@ class NoisyReranker:
 
     def __init__(self, inner):
         self.inner, self.name = inner, inner.name
-        self.identity = f"{type(inner).__name__} {inner.name}, moved by {SCORE_NOISE:g} ({NOISE_SEED})"
+        self.identity = f"{_identity(inner)}, moved by {SCORE_NOISE:g} ({NOISE_SEED})"
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -88,18 +95,28 @@ class NoisyReranker:
         return scores
 
 
+# The noise goes on top of the model store (RAGKIT_MODEL_CACHE): the store keeps the model's own vectors and
+# scores, which `make notebooks` already computed, and every read moves them the same way; a perturbed run
+# then computes only what no earlier run asked for.
 def _install_embedding_noise():
+    from functools import cache
+
     from ragkit.models import resolve
 
-    load_embedder = resolve._load_embedder
-    resolve._load_embedder = lambda *args, **kwargs: NoisyEmbedder(load_embedder(*args, **kwargs))
+    resolve._embedder = cache(_moved(resolve._embedder.__wrapped__, NoisyEmbedder))
 
 
 def _install_score_noise():
+    from functools import cache
+
     from ragkit.models import resolve
 
-    load_reranker = resolve._load_reranker
-    resolve._load_reranker = lambda *args, **kwargs: NoisyReranker(load_reranker(*args, **kwargs))
+    resolve._reranker = cache(_moved(resolve._reranker.__wrapped__, NoisyReranker))
+
+
+def _moved(load, noisy):
+    """load, with what it returns wrapped in noisy."""
+    return lambda *args, **kwargs: noisy(load(*args, **kwargs))
 
 
 def reseeds(messages, options) -> bool:
