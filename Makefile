@@ -29,7 +29,7 @@ TEST_ENV := env $(foreach v,$(sort $(READ_SETTINGS) $(SET_HERE) $(KERNEL_SETTING
 	RAGKIT_CONFIG=/dev/null TQDM_DISABLE=1 PYTHONHASHSEED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
 	IPYTHONDIR=$(CURDIR)/.cache/ipython JUPYTER_CONFIG_DIR=$(CURDIR)/.cache/jupyter-config
 
-.PHONY: lint docs print-test-env print-reseed-env print-reseeded base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-course-reader bench-rerank bench-rewriter bench-specialists bench-ladder bench-judge mutants lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
+.PHONY: lint docs print-test-env print-reseed-env print-reseeded base-model install wheelhouse test-offline reranker specialists bench-multihop bench-hotpotqa-fusion bench-self-ask bench-reader bench-course-reader bench-rerank bench-rewriter bench-specialists bench-ladder bench-judge bench-greedy-batch mutants lab test unit notebooks test-portable execute bench-backends bench-memory bench-scifact bench-hotpotqa bench-strategyqa bench clean
 
 # `make install WHEELHOUSE=wheelhouse` installs from the folder `make wheelhouse` filled, with no network and no
 # index (see instructors/offline.md); without WHEELHOUSE pip installs from PyPI.
@@ -279,6 +279,11 @@ bench-specialists: $(STAMP)
 JUDGE_ARGS ?=
 bench-judge: $(STAMP)
 	$(BIN)/python -m benchmarks.judge_heldout $(JUDGE_ARGS)
+
+# How many of the chat model's greedy replies another llama.cpp batch size changes (another CPU's kernels change
+# them the same way, by summing in another order): lesson 03's 56 multi-query requests, ~2 min
+bench-greedy-batch: $(STAMP)
+	$(BIN)/python -m benchmarks.greedy_batch
 
 # Every benchmark in turn, one at a time (on 2 cores, parallel runs spoil each other's timings), stopping
 # at the first that fails; not part of the tests. Evaluation data comes from RAGKIT_EVALDATA (default
