@@ -164,8 +164,9 @@ test-offline: $(WHEELHOUSE_DIR)/.complete
 	rm -rf $(OFFLINE_VENV)
 
 # One planted bug at a time in a scratch copy (tests/mutants.py): the unit tests and notebooks that should catch it,
-# with the recorded chat replies and reseeded; writes tests/mutants_result.json (docs/testing.md shows it). Hours for
-# every stage; MUTANTS_ARGS="--stages unit" takes minutes.
+# with the recorded chat replies and reseeded; writes tests/mutants_result.json (docs/testing.md shows it). About 10 min
+# for every stage after `make notebooks` and `make test-portable` have filled the model store, hours with it empty;
+# MUTANTS_ARGS="--stages unit" takes a minute.
 MUTANTS_ARGS ?=
 mutants: $(STAMP) reranker base-model
 	$(BIN)/python -m tests.mutants $(MUTANTS_ARGS)
