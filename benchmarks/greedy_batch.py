@@ -20,19 +20,7 @@ from ragkit.search import multi_query
 
 def chat_with_batch(batch: int | None) -> LlamaCppChat:
     """The course chat model, at llama.cpp's default batch size (None) or at `batch` tokens a (micro-)batch."""
-    import xllamacpp
-
-    server = xllamacpp.Server
-
-    def with_batch(params):
-        params.n_batch = params.n_ubatch = batch
-        return server(params)
-
-    xllamacpp.Server = with_batch if batch else server
-    try:
-        return LlamaCppChat(smollm2_path(), threads=2)
-    finally:
-        xllamacpp.Server = server
+    return LlamaCppChat(smollm2_path(), threads=2, batch=batch)
 
 
 def replies(chat: LlamaCppChat, queries: list[str]) -> list[str]:

@@ -15,12 +15,12 @@
 import ast
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from ragkit.exercises.checking import _EXERCISES, exercise, find_exercise
+from tests.mutants import make_print
 from tests.nbval_compare import cell_tolerances, comparison_kind, marked_source, source_markers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -282,8 +282,7 @@ def chat_notebooks(paths) -> list[str]:
 
 
 def test_every_notebook_with_a_chat_cell_meets_other_replies_in_the_portable_run():
-    reseeded = subprocess.run(["make", "-s", "--no-print-directory", "print-reseeded"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.split()
+    reseeded = make_print("print-reseeded")
     chats = chat_notebooks(NOTEBOOKS)
     assert len(chats) >= 10, chats  # lessons and solutions 00 and 03-09 have one: the count cannot shrink unseen
     missing = sorted(set(chats) - set(reseeded))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 
@@ -62,12 +63,8 @@ def _labelled_contradicts() -> list[dict]:
 
 def _verdict_counts(judge_model, records) -> dict[str, int]:
     """{verdict: count} of what judge_model says to each record, read as lesson 07's verdicts."""
-    counts: dict[str, int] = {}
-    for record in records:
-        verdict = JUDGE_VERDICTS.get(parse_label(judge_model.chat(record["messages"], max_tokens=4).text),
-                                     "unverified")
-        counts[verdict] = counts.get(verdict, 0) + 1
-    return counts
+    return dict(Counter(JUDGE_VERDICTS.get(parse_label(judge_model.chat(record["messages"], max_tokens=4).text),
+                                           "unverified") for record in records))
 
 
 def _contradicts_share() -> float:

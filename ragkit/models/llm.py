@@ -78,7 +78,7 @@ class LlamaCppChat:
     """A GGUF model run in-process by xllamacpp; also serves OpenAI's API on 127.0.0.1."""
 
     def __init__(self, path: str | Path, *, threads: int = 2, context: int = 4096, seed: int = 0,
-                 replies=None, lora: Sequence[str | Path] = ()):
+                 replies=None, lora: Sequence[str | Path] = (), batch: int | None = None):
         path = Path(path).expanduser()
         if not path.is_file():
             raise ModelNotFound(f"no GGUF file at {path}: download one (e.g. a Qwen2.5-1.5B-Instruct "
@@ -102,6 +102,9 @@ class LlamaCppChat:
         self.replies = replies  # a ReplyCache, or None to always ask the model
         runtime = package_version("xllamacpp") or "unknown"
         self.identity = f"{path.name} {path.stat().st_size} bytes, xllamacpp {runtime}"
+        if batch:  # another batch size sums in another order, so greedy replies can change: stored apart
+            params.n_batch = params.n_ubatch = batch
+            self.identity += f", batch {batch}"
         if lora:  # LoRA adapter GGUFs applied at run time (ragkit.train.gguf_lora writes them); they change every reply
             adapters = [Path(a).expanduser() for a in lora]
             missing = [str(a) for a in adapters if not a.is_file()]
