@@ -1,9 +1,9 @@
 """`make mutants`: plant one bug at a time in a scratch copy of the project and see which tests catch it.
 
 Each planted bug (a *mutant*) is one line of ragkit replaced, breaking a behaviour a lesson teaches. For each, the
-unit tests that should catch it run, then the notebooks that should, twice: with the chat replies as recorded (the
-model store of `make notebooks`, reused) and reseeded (`make test-portable`'s harness and settings: other replies,
-as another CPU gives).
+unit tests that should catch it run, then the notebooks that should, three times: with the chat replies as recorded
+(the model store of `make notebooks`, reused), reseeded (`make test-portable`'s harness and settings: other replies,
+sampled) and greedy at another batch size (`make test-greedy-batch`'s: other greedy replies, as another CPU gives).
 A run that fails has caught the bug; one that passes has missed it. Before any bug, the same runs on the unchanged
 copy must pass, or the table means nothing. Not part of `make test`: the notebook runs take hours.
 
@@ -31,7 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "tests" / "mutants_result.json"
-STAGES = ("unit", "recorded", "reseeded")
+STAGES = ("unit", "recorded", "reseeded", "greedy-batch")
+HARNESS_SETTINGS = {"reseeded": "print-reseed-env", "greedy-batch": "print-greedy-batch-env"}  # Makefile targets
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
          "--nbval-cell-timeout=1800"]
 
@@ -111,7 +112,8 @@ def plant(folder: Path, mutant: Mutant) -> None:
 
 def test_environment(folder: Path, stage: str) -> dict[str, str]:
     """`make test`'s environment, with the scratch copy first on the path (kernels included), the project's
-    model store and caches (the course reranker, the base model), and for 'reseeded' another chat seed."""
+    model store and caches (the course reranker, the base model), and for 'reseeded' and 'greedy-batch' the
+    harness of `make test-portable` with that run's settings."""
     prefix = make_print("print-test-env")
     environment = dict(os.environ)
     for item in prefix[1:]:
@@ -124,9 +126,9 @@ def test_environment(folder: Path, stage: str) -> dict[str, str]:
             environment.pop(item, None)
     environment |= {"PYTHONPATH": str(folder), "RAGKIT_CACHE": str(ROOT / ".cache"),
                     "RAGKIT_MODEL_CACHE": str(ROOT / ".cache" / "nbval-models")}
-    if stage == "reseeded":  # the harness of `make test-portable`'s reseeded run, with its settings
+    if stage in HARNESS_SETTINGS:
         environment["PYTHONPATH"] = os.pathsep.join([str(folder), str(folder / "tests" / "portable")])
-        environment |= dict(item.split("=", 1) for item in make_print("print-reseed-env"))
+        environment |= dict(item.split("=", 1) for item in make_print(HARNESS_SETTINGS[stage]))
     return environment
 
 

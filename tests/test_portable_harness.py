@@ -96,3 +96,74 @@ def test_moved_vectors_are_the_stored_ones_moved_so_a_perturbed_run_encodes_noth
     assert seen["calls"] == [["a", "b"]]  # the second read came from the store
     assert seen["first"] == seen["again"] and seen["first"][0] != seen["first"][1]  # moved, by the text
     assert seen["first"][0] != [1.0, 0.0, 0.0, 0.0] and seen["clean"] == [[1.0, 0.0, 0.0, 0.0]]
+
+
+BATCH_PROBE = """
+import json
+from ragkit.models.llm import LlamaCppChat
+
+built, asked = [], []
+def build(self, path, *, threads=2, seed=0, replies=None, lora=(), batch=None):
+    self.batch, self.seed = batch, seed
+    built.append({"path": path, "threads": threads, "lora": list(lora), "batch": batch})
+
+def record(self, messages, **options):
+    asked.append({"batch": self.batch, "seed": self.seed, "options": options})
+
+LlamaCppChat.__init__, LlamaCppChat.chat = build, record
+import sitecustomize
+sitecustomize._install_chat_batch(16)
+chat = LlamaCppChat("model.gguf", threads=1, lora=["adapter.gguf"], seed=3)
+for n in range(400):
+    chat.chat([{"role": "user", "content": f"question {n}"}], max_tokens=40)
+chat.chat([{"role": "user", "content": "question 0"}], max_tokens=40)
+print(json.dumps({"built": built, "asked": asked, "harness": LlamaCppChat.harness}))
+"""
+
+
+def run_with_harness(code: str, **variables) -> subprocess.CompletedProcess:
+    """code in a fresh interpreter with tests/portable on the path and these HARNESS_ variables (the rest unset)."""
+    root = Path(__file__).resolve().parents[1]
+    unset = {name: "" for name in ("HARNESS_CHAT_SEED", "HARNESS_CHAT_BATCH", "HARNESS_CHAT_SHARE",
+                                   "HARNESS_EMBEDDING_NOISE", "HARNESS_SCORE_NOISE")}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(PORTABLE)]), **unset, **variables}
+    return subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=root,
+                          timeout=300)
+
+
+def test_the_batch_harness_answers_its_share_greedily_from_one_twin_of_the_same_model():
+    run = run_with_harness(BATCH_PROBE, HARNESS_CHAT_SHARE="0.3")
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.splitlines()[-1])
+    # the twin is built once, with the model's own file, threads and adapters, and another batch size
+    assert seen["built"] == [{"path": "model.gguf", "threads": 1, "lora": ["adapter.gguf"], "batch": None},
+                             {"path": "model.gguf", "threads": 1, "lora": ["adapter.gguf"], "batch": 16}]
+    twin_share = sum(a["batch"] == 16 for a in seen["asked"][:400]) / 400
+    assert 0.22 <= twin_share <= 0.38
+    # greedy, as recorded: neither the options nor the seed change, only who answers
+    assert all(a["seed"] == 3 and a["options"] == {"max_tokens": 40} for a in seen["asked"])
+    assert seen["asked"][400] == seen["asked"][0]
+    assert seen["harness"] == "greedy at batch 16, share 0.3"
+
+
+def test_the_harness_refuses_sampled_and_batched_replies_at_once():
+    run = run_with_harness("pass", HARNESS_CHAT_SEED="7", HARNESS_CHAT_BATCH="16")
+    assert run.returncode != 0 and "not both" in run.stderr
+
+
+REAL_BATCH_PROBE = """
+import json
+from ragkit.models.llm import LlamaCppChat, smollm2_path
+
+chat = LlamaCppChat(smollm2_path(), threads=2)
+reply = chat.chat([{"role": "user", "content": "Name a colour."}], max_tokens=8)
+print(json.dumps({"text": reply.text, "twin": chat.harness_twin.identity, "own": chat.identity}))
+"""
+
+
+@pytest.mark.model
+def test_the_batch_harness_loads_a_real_twin_that_answers():
+    run = run_with_harness(REAL_BATCH_PROBE, HARNESS_CHAT_BATCH="16", HARNESS_CHAT_SHARE="1")
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout.splitlines()[-1])
+    assert seen["twin"] == seen["own"] + ", batch 16" and seen["text"].strip()

@@ -16,6 +16,10 @@ HARNESS_CHAT_SHARE=0.3        only that share of the requests is reseeded (chose
                               recorded. Another CPU flips some greedy replies, not all, and the model store
                               still answers the rest, so the run costs about that share of the chat calls
                               (more where a changed step changes every later prompt of its chain). Default 1.
+HARNESS_CHAT_BATCH=16         instead of sampling, that share of the requests is answered greedily, as recorded,
+                              by a twin of the model that reads prompts 16 tokens a batch: llama.cpp then sums in
+                              another order, as another CPU's kernels do, and some greedy replies change
+                              (benchmarks/greedy_batch.py: 28 of lesson 03's 56 multi-query replies at 64)
 """
 
 import os
@@ -26,6 +30,7 @@ SCORE_NOISE = float(os.environ.get("HARNESS_SCORE_NOISE") or 0)
 NOISE_SEED = os.environ.get("HARNESS_NOISE_SEED") or "0"
 CHAT_SEED = os.environ.get("HARNESS_CHAT_SEED")
 CHAT_SHARE = float(os.environ.get("HARNESS_CHAT_SHARE") or 1)
+CHAT_BATCH = int(os.environ.get("HARNESS_CHAT_BATCH") or 0)
 CHAT_TEMPERATURE = 0.5
 
 
@@ -119,10 +124,10 @@ def _moved(load, noisy):
     return lambda *args, **kwargs: noisy(load(*args, **kwargs))
 
 
-def reseeds(messages, options) -> bool:
-    """Whether this request is one of the reseeded share (always the same answer for the same request)."""
+def reseeds(messages, options, key=None) -> bool:
+    """Whether this request is one of the share the harness changes (always the same for the same request)."""
     request = repr((messages, sorted(options.items(), key=lambda item: item[0])))
-    return zlib.crc32(f"{CHAT_SEED}\0{request}".encode("utf-8")) % 1000 < CHAT_SHARE * 1000
+    return zlib.crc32(f"{key or CHAT_SEED}\0{request}".encode("utf-8")) % 1000 < CHAT_SHARE * 1000
 
 
 def _install_chat_seed(offset: int):
@@ -145,9 +150,42 @@ def _install_chat_seed(offset: int):
     LlamaCppChat.chat = reseeded_chat
 
 
+def _install_chat_batch(batch: int):
+    from ragkit.models.llm import LlamaCppChat
+
+    init, chat = LlamaCppChat.__init__, LlamaCppChat.chat
+    LlamaCppChat.harness = f"greedy at batch {batch}, share {CHAT_SHARE:g}"  # see _install_chat_seed
+
+    def remembering_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.harness_arguments = args, kwargs
+
+    def batched_chat(self, messages, **options):
+        if not reseeds(messages, options, key=f"batch {batch}"):
+            return chat(self, messages, **options)
+        twin = _twin(self, batch)
+        twin.seed = self.seed
+        return chat(twin, messages, **options)
+
+    LlamaCppChat.__init__, LlamaCppChat.chat = remembering_init, batched_chat
+
+
+def _twin(model, batch: int):
+    """The same model, adapters and reply store, loaded again to read prompts batch tokens at a time (once)."""
+    if getattr(model, "harness_twin", None) is None:
+        args, kwargs = model.harness_arguments
+        model.harness_twin = type(model)(*args, **{**kwargs, "batch": batch})
+    return model.harness_twin
+
+
 if NOISE:
     _install_embedding_noise()
 if SCORE_NOISE:
     _install_score_noise()
+if CHAT_SEED and CHAT_BATCH:
+    raise SystemExit("tests/portable: set HARNESS_CHAT_SEED (sampled replies) or HARNESS_CHAT_BATCH (greedy "
+                     "replies at another batch size), not both")
 if CHAT_SEED:
     _install_chat_seed(int(CHAT_SEED))
+if CHAT_BATCH:
+    _install_chat_batch(CHAT_BATCH)
