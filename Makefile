@@ -179,8 +179,8 @@ test-offline: $(WHEELHOUSE_DIR)/.complete
 
 # One planted bug at a time in a scratch copy (tests/mutants.py): the unit tests and notebooks that should catch it,
 # with the recorded chat replies, reseeded, and greedy at another batch size; writes tests/mutants_result.json
-# (docs/testing.md shows it). About 16 min after `make notebooks`, `make test-portable` and `make test-greedy-batch`
-# have filled the model store (10 for the first three stages, 6 for greedy-batch), hours with it empty;
+# (docs/testing.md shows it). About 15 min after `make notebooks`, `make test-portable` and `make test-greedy-batch`
+# have filled the model store, hours with it empty;
 # MUTANTS_ARGS="--stages unit" takes a minute.
 MUTANTS_ARGS ?=
 mutants: $(STAMP) reranker base-model
