@@ -1,4 +1,4 @@
-"""tests/portable/sitecustomize.py: the reseeded share of chat requests, as `make test-portable` runs it."""
+"""tests/portable/sitecustomize.py: the harness modes `make test-portable` and `make test-greedy-batch` run under."""
 
 import json
 import os
@@ -8,9 +8,20 @@ from pathlib import Path
 
 import pytest
 
-PORTABLE = Path(__file__).with_name("portable")
+PORTABLE = Path(__file__).resolve().with_name("portable")
+ROOT = PORTABLE.parents[1]
 
-# Run in a fresh interpreter: the harness acts at start-up, and must not patch the process running the tests.
+
+def run_with_harness(code: str, *arguments: str, **variables: str) -> subprocess.CompletedProcess:
+    """code in a fresh interpreter with tests/portable on the path and these HARNESS_ variables (the rest unset):
+    the harness acts at start-up, and must not patch the process running the tests."""
+    unset = {name: "" for name in ("HARNESS_CHAT_SEED", "HARNESS_CHAT_BATCH", "HARNESS_CHAT_SHARE",
+                                   "HARNESS_EMBEDDING_NOISE", "HARNESS_SCORE_NOISE")}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(PORTABLE)]), **unset, **variables}
+    return subprocess.run([sys.executable, "-c", code, *arguments], env=environment, capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
 PROBE = """
 import json
 from ragkit.models.llm import LlamaCppChat
@@ -34,11 +45,7 @@ print(json.dumps({"asked": asked, "harness": getattr(LlamaCppChat, "harness", ""
 
 def probe(share: str) -> dict:
     """What the harness did to 401 requests (the first repeated last) with HARNESS_CHAT_SHARE=share."""
-    root = Path(__file__).resolve().parents[1]
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(PORTABLE)]),
-                   "HARNESS_CHAT_SEED": "", "HARNESS_CHAT_SHARE": share}
-    run = subprocess.run([sys.executable, "-c", PROBE], env=environment, capture_output=True, text=True, cwd=root,
-                         timeout=120)
+    run = run_with_harness(PROBE, HARNESS_CHAT_SHARE=share)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.splitlines()[-1])
 
@@ -86,11 +93,7 @@ print(json.dumps({"calls": calls, "first": first.tolist(), "again": again.tolist
 
 
 def test_moved_vectors_are_the_stored_ones_moved_so_a_perturbed_run_encodes_nothing_stored(tmp_path):
-    root = Path(__file__).resolve().parents[1]
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(PORTABLE)]),
-                   "HARNESS_EMBEDDING_NOISE": "1e-2", "HARNESS_SCORE_NOISE": "", "HARNESS_CHAT_SEED": ""}
-    run = subprocess.run([sys.executable, "-c", NOISE_PROBE, str(tmp_path)], env=environment,
-                         capture_output=True, text=True, cwd=root, timeout=120)
+    run = run_with_harness(NOISE_PROBE, str(tmp_path), HARNESS_EMBEDDING_NOISE="1e-2")
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout.splitlines()[-1])
     assert seen["calls"] == [["a", "b"]]  # the second read came from the store
@@ -119,16 +122,6 @@ for n in range(400):
 chat.chat([{"role": "user", "content": "question 0"}], max_tokens=40)
 print(json.dumps({"built": built, "asked": asked, "harness": LlamaCppChat.harness}))
 """
-
-
-def run_with_harness(code: str, **variables) -> subprocess.CompletedProcess:
-    """code in a fresh interpreter with tests/portable on the path and these HARNESS_ variables (the rest unset)."""
-    root = Path(__file__).resolve().parents[1]
-    unset = {name: "" for name in ("HARNESS_CHAT_SEED", "HARNESS_CHAT_BATCH", "HARNESS_CHAT_SHARE",
-                                   "HARNESS_EMBEDDING_NOISE", "HARNESS_SCORE_NOISE")}
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(PORTABLE)]), **unset, **variables}
-    return subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, cwd=root,
-                          timeout=300)
 
 
 def test_the_batch_harness_answers_its_share_greedily_from_one_twin_of_the_same_model():

@@ -124,10 +124,10 @@ def _moved(load, noisy):
     return lambda *args, **kwargs: noisy(load(*args, **kwargs))
 
 
-def reseeds(messages, options, key=None) -> bool:
-    """Whether this request is one of the share the harness changes (always the same for the same request)."""
+def in_share(messages, options, mode: str) -> bool:
+    """Whether this request is one of the share a chat mode changes (always the same for the same request)."""
     request = repr((messages, sorted(options.items(), key=lambda item: item[0])))
-    return zlib.crc32(f"{key or CHAT_SEED}\0{request}".encode("utf-8")) % 1000 < CHAT_SHARE * 1000
+    return zlib.crc32(f"{mode}\0{request}".encode("utf-8")) % 1000 < CHAT_SHARE * 1000
 
 
 def _install_chat_seed(offset: int):
@@ -138,7 +138,7 @@ def _install_chat_seed(offset: int):
     LlamaCppChat.harness = f"reseeded by {offset}, share {CHAT_SHARE:g}"
 
     def reseeded_chat(self, messages, **options):
-        if not reseeds(messages, options):
+        if not in_share(messages, options, CHAT_SEED):
             return chat(self, messages, **options)
         options["temperature"] = max(options.get("temperature", 0.0), CHAT_TEMPERATURE)
         self.seed += offset
@@ -161,7 +161,7 @@ def _install_chat_batch(batch: int):
         self.harness_arguments = args, kwargs
 
     def batched_chat(self, messages, **options):
-        if not reseeds(messages, options, key=f"batch {batch}"):
+        if not in_share(messages, options, f"batch {batch}"):
             return chat(self, messages, **options)
         twin = _twin(self, batch)
         twin.seed = self.seed
